@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs, with apt-get, whatever Debian packages fwdsink needs to build, test and
+# run its demo, and nothing that is already there. Used by both README commands and
+# by .ci/run. Needs root (or sudo) on Debian 12.
+set -euo pipefail
+
+PKGS=(
+  g++ cmake make pkg-config            # toolchain
+  libcpp-httplib-dev                   # HTTP/HTTPS client and the reference receiver
+  nlohmann-json3-dev                   # JSON: error bodies, receiver row checks, stats
+  libssl-dev openssl                   # TLS, and the CLI the TLS tests use to make certificates
+  libzstd-dev zstd                     # compression (library; CLI for the benchmark baseline)
+  doctest-dev                          # tests
+  curl                                 # demo and benchmark baseline
+)
+
+missing=()
+for p in "${PKGS[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if ((${#missing[@]} == 0)); then
+  exit 0
+fi
+
+SUDO=""
+if [[ $(id -u) -ne 0 ]]; then SUDO="sudo"; fi
+echo "deps: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
