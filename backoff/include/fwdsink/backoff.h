@@ -1,0 +1,100 @@
+// Backpressure policy as plain data, and the decision "wait how long, or give up".
+//
+// No sockets, no clocks: DecideWait is a pure function of the policy, the attempt
+// number, the server's parsed Retry-After and the time already spent on the chunk.
+// Only the caller that sleeps needs "now".
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace fwdsink {
+
+// How a sender backs off when the server pushes back (429/503, transport errors, 5xx).
+//
+// With the defaults, consecutive failed attempts of one chunk wait
+//   30 s, 60 s, 120 s, 300 s, 300 s, 300 s, ...   (the last rung repeats)
+// unless the server sends a positive Retry-After, which is honoured instead, capped
+// at max_wait. Every wait counts against inline_budget, measured on the monotonic
+// clock from the chunk's first attempt (request time included); the wait that would
+// pass the budget is not taken: the sender gives the partition back (respool).
+struct BackpressurePolicy {
+  // Waits for the 1st, 2nd, ... failed attempt when the server gives no usable
+  // Retry-After. The last rung repeats for every later attempt. Each must be > 0.
+  std::vector<std::chrono::milliseconds> ladder = {
+      std::chrono::seconds{30}, std::chrono::seconds{60}, std::chrono::seconds{120},
+      std::chrono::seconds{300}};
+  // The longest single wait ever taken: caps both the ladder and a positive
+  // Retry-After ("wait a week" from a confused server waits max_wait).
+  std::chrono::milliseconds max_wait = std::chrono::seconds{300};
+  // Inline time allowed per chunk since its first attempt before the partition is
+  // respooled. Must be at least the first rung, or no retry could ever happen.
+  std::chrono::milliseconds inline_budget = std::chrono::seconds{300};
+  // Jitter as a fraction of a ladder wait, in [0, 1): a ladder wait w becomes a value
+  // in [w*(1-jitter), w*(1+jitter)], still capped at max_wait. A Retry-After wait is
+  // only ever lengthened by jitter, never shortened. 0 (the default) turns it off.
+  double jitter = 0.0;
+};
+
+// A configuration error: the offending field and what is wrong with it.
+struct ConfigError {
+  std::string field;    // e.g. "ladder[2]", "inline_budget"
+  std::string message;  // a sentence for an operator
+};
+
+// Checks a policy; returns the first bad field, or nullopt when the policy is usable.
+[[nodiscard]] std::optional<ConfigError> Validate(const BackpressurePolicy& policy);
+
+// Where a wait came from.
+enum class WaitSource {
+  kRetryAfter,  // the server's positive Retry-After (possibly capped)
+  kLadder,      // a rung of the ladder (no, zero or unusable Retry-After)
+};
+[[nodiscard]] std::string_view to_string(WaitSource source);
+
+// Why a sender stops retrying a chunk inline.
+enum class GiveUpReason {
+  kBudgetExhausted,  // the next wait would carry the chunk past inline_budget
+  kInvalidElapsed,   // elapsed time was negative: a broken clock fails closed
+};
+[[nodiscard]] std::string_view to_string(GiveUpReason reason);
+
+// The outcome of DecideWait.
+struct WaitDecision {
+  bool give_up = false;
+  // The wait to take (give_up == false), or the wait that would have been taken.
+  // Always strictly positive.
+  std::chrono::milliseconds wait{0};
+  WaitSource source = WaitSource::kLadder;
+  std::size_t rung = 0;   // 0-based ladder rung used (source == kLadder)
+  bool capped = false;    // the wait was cut down to max_wait
+  GiveUpReason reason = GiveUpReason::kBudgetExhausted;  // meaningful when give_up
+};
+
+// Returns uniformly distributed numbers in [0, 1). Injected so tests are repeatable.
+using UniformRandom = std::function<double()>;
+
+// Decides what a sender does after failed attempt number `attempt` (1 for the first
+// failure of this chunk) given the server's parsed Retry-After (nullopt when absent
+// or unparseable) and `elapsed`, the monotonic time since the chunk's first attempt.
+//
+// A positive Retry-After is honoured (capped at max_wait); zero or none uses ladder
+// rung min(attempt, ladder.size()) - 1. The budget check uses the wait that would
+// actually be taken: give up iff elapsed + wait > inline_budget. Requires a policy
+// that passes Validate(). `random` is used only when policy.jitter > 0.
+[[nodiscard]] WaitDecision DecideWait(const BackpressurePolicy& policy, std::size_t attempt,
+                                      std::optional<std::chrono::milliseconds> retry_after,
+                                      std::chrono::milliseconds elapsed,
+                                      const UniformRandom& random = {});
+
+// Adds two non-negative durations, saturating at milliseconds::max() instead of
+// overflowing.
+[[nodiscard]] std::chrono::milliseconds SaturatingAdd(std::chrono::milliseconds a,
+                                                      std::chrono::milliseconds b);
+
+}  // namespace fwdsink

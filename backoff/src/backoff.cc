@@ -1,0 +1,114 @@
+#include "fwdsink/backoff.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace fwdsink {
+namespace {
+
+using std::chrono::milliseconds;
+
+constexpr milliseconds kMinWait{1};  // no zero-delay spin, ever
+
+milliseconds Scale(milliseconds base, double factor) {
+  const double scaled = static_cast<double>(base.count()) * factor;
+  if (!(scaled < static_cast<double>(std::numeric_limits<milliseconds::rep>::max()))) {
+    return milliseconds::max();  // also catches NaN: fail towards the longer wait
+  }
+  return milliseconds{static_cast<milliseconds::rep>(std::llround(scaled))};
+}
+
+double ClampUnit(double u) {
+  if (!(u >= 0.0)) return 0.0;  // NaN or negative from a broken generator
+  if (u >= 1.0) return std::nextafter(1.0, 0.0);
+  return u;
+}
+
+}  // namespace
+
+std::string_view to_string(WaitSource source) {
+  switch (source) {
+    case WaitSource::kRetryAfter: return "retry_after";
+    case WaitSource::kLadder: return "ladder";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(GiveUpReason reason) {
+  switch (reason) {
+    case GiveUpReason::kBudgetExhausted: return "budget_exhausted";
+    case GiveUpReason::kInvalidElapsed: return "invalid_elapsed";
+  }
+  return "unknown";
+}
+
+milliseconds SaturatingAdd(milliseconds a, milliseconds b) {
+  if (b > milliseconds::zero() && a > milliseconds::max() - b) return milliseconds::max();
+  return a + b;
+}
+
+std::optional<ConfigError> Validate(const BackpressurePolicy& p) {
+  if (p.ladder.empty()) {
+    return ConfigError{"ladder", "the ladder needs at least one rung"};
+  }
+  for (std::size_t i = 0; i < p.ladder.size(); ++i) {
+    if (p.ladder[i] <= milliseconds::zero()) {
+      return ConfigError{"ladder[" + std::to_string(i) + "]",
+                         "every rung must be a positive duration"};
+    }
+  }
+  if (p.max_wait <= milliseconds::zero()) {
+    return ConfigError{"max_wait", "the maximum single wait must be positive"};
+  }
+  if (p.inline_budget < std::min(p.ladder.front(), p.max_wait)) {
+    return ConfigError{"inline_budget",
+                       "the inline budget is below the first rung, so no retry could "
+                       "ever be taken"};
+  }
+  if (!(p.jitter >= 0.0 && p.jitter < 1.0)) {
+    return ConfigError{"jitter", "jitter must be a fraction in [0, 1)"};
+  }
+  return std::nullopt;
+}
+
+WaitDecision DecideWait(const BackpressurePolicy& policy, std::size_t attempt,
+                        std::optional<milliseconds> retry_after, milliseconds elapsed,
+                        const UniformRandom& random) {
+  WaitDecision d;
+  const bool jitter = policy.jitter > 0.0 && random;
+
+  if (retry_after && *retry_after > milliseconds::zero()) {
+    // Never shorten what the server asked for; jitter may only lengthen it.
+    d.source = WaitSource::kRetryAfter;
+    d.wait = *retry_after;
+    if (jitter) d.wait = Scale(d.wait, 1.0 + policy.jitter * ClampUnit(random()));
+    d.wait = std::max(d.wait, *retry_after);
+  } else {
+    // Zero, past-date, garbage and absent Retry-After all land here.
+    d.source = WaitSource::kLadder;
+    const std::size_t n = std::max<std::size_t>(attempt, 1);
+    d.rung = std::min(n, policy.ladder.size()) - 1;
+    d.wait = policy.ladder[d.rung];
+    if (jitter) {
+      d.wait = Scale(d.wait, 1.0 - policy.jitter + 2.0 * policy.jitter * ClampUnit(random()));
+    }
+  }
+  if (d.wait > policy.max_wait) {
+    d.wait = policy.max_wait;
+    d.capped = true;
+  }
+  d.wait = std::max(d.wait, kMinWait);
+
+  // @ref LLP 0002#budget-before-sleep
+  if (elapsed < milliseconds::zero()) {
+    d.give_up = true;
+    d.reason = GiveUpReason::kInvalidElapsed;
+  } else if (SaturatingAdd(elapsed, d.wait) > policy.inline_budget) {
+    d.give_up = true;
+    d.reason = GiveUpReason::kBudgetExhausted;
+  }
+  return d;
+}
+
+}  // namespace fwdsink

@@ -1,0 +1,72 @@
+// WaitFor and the clocks. The real-time checks here only bound how long an abort
+// takes (generously); they never assert that a sleep lasted a given time.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <stop_token>
+#include <thread>
+
+#include "fwdsink/abortable_wait.h"
+#include "fwdsink/clock.h"
+
+using namespace std::chrono_literals;
+
+TEST_CASE("WaitForReturnsAtOnceWhenStopWasRequestedBeforeItBegan") {
+  std::stop_source src;
+  src.request_stop();
+  const auto t0 = std::chrono::steady_clock::now();
+  CHECK_FALSE(fwdsink::WaitFor(src.get_token(), 300s));
+  CHECK(std::chrono::steady_clock::now() - t0 < 1s);
+}
+
+TEST_CASE("WaitForIsAbortedPromptlyFromAnotherThread") {
+  std::stop_source src;
+  std::chrono::steady_clock::duration took{};
+  bool completed = true;
+  std::thread waiter([&] {
+    const auto t0 = std::chrono::steady_clock::now();
+    completed = fwdsink::WaitFor(src.get_token(), 300s);
+    took = std::chrono::steady_clock::now() - t0;
+  });
+  std::this_thread::sleep_for(20ms);  // let the waiter block (not a timing assertion)
+  src.request_stop();
+  waiter.join();
+  CHECK_FALSE(completed);
+  CHECK(took < 5s);  // the 300 s pause was cut short
+}
+
+TEST_CASE("WaitForCompletesWhenNobodyStopsIt") {
+  std::stop_source src;
+  CHECK(fwdsink::WaitFor(src.get_token(), 1ms));
+  CHECK(fwdsink::WaitFor(src.get_token(), 0ms));
+  CHECK(fwdsink::WaitFor(std::stop_token{}, 1ms));  // a token with no source never stops
+}
+
+TEST_CASE("RealSleeperHonoursStop") {
+  std::stop_source src;
+  src.request_stop();
+  CHECK_FALSE(fwdsink::RealSleeper().SleepFor(300s, src.get_token()));
+}
+
+TEST_CASE("FakeClockSleepsAdvanceTimeInstantly") {
+  fwdsink::FakeClock clock;
+  const auto m0 = clock.MonotonicNow();
+  const auto s0 = clock.SystemNow();
+  CHECK(clock.SleepFor(300s, {}));
+  CHECK(clock.MonotonicNow() - m0 == 300s);
+  CHECK(clock.SystemNow() - s0 == 300s);
+  REQUIRE(clock.sleeps().size() == 1);
+  CHECK(clock.sleeps()[0] == 300s);
+
+  SUBCASE("a stopped sleep does not advance time") {
+    std::stop_source src;
+    src.request_stop();
+    CHECK_FALSE(clock.SleepFor(30s, src.get_token()));
+    CHECK(clock.MonotonicNow() - m0 == 300s);
+  }
+  SUBCASE("a wall-clock step leaves monotonic time alone") {
+    clock.StepSystem(-1h);
+    CHECK(clock.MonotonicNow() - m0 == 300s);
+    CHECK(clock.SystemNow() - s0 == 300s - 1h);
+  }
+}

@@ -1,0 +1,236 @@
+// DecideWait and Validate, on plain data: no clock, no sleeps.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <optional>
+#include <vector>
+
+#include "fwdsink/backoff.h"
+#include "fwdsink/clock.h"
+#include "fwdsink/retry_after.h"
+
+using namespace std::chrono_literals;
+using fwdsink::BackpressurePolicy;
+using fwdsink::DecideWait;
+using fwdsink::WaitSource;
+using std::chrono::milliseconds;
+
+namespace {
+const BackpressurePolicy kDefault{};
+const std::optional<milliseconds> kNoRetryAfter = std::nullopt;
+constexpr milliseconds kNoElapsed{0};
+
+// Walks `attempts` consecutive failures of one chunk on a fake clock, with the given
+// Retry-After each time, taking every wait the policy decides; returns the waits and
+// whether (and at which attempt) it gave up.
+struct Walk {
+  std::vector<milliseconds> waits;
+  std::size_t gave_up_at = 0;  // attempt number, 0 = never
+};
+Walk WalkStorm(const BackpressurePolicy& p, std::size_t attempts,
+               std::optional<milliseconds> retry_after, milliseconds request_time) {
+  fwdsink::FakeClock clock;
+  const auto first_attempt = clock.MonotonicNow();
+  Walk w;
+  for (std::size_t attempt = 1; attempt <= attempts; ++attempt) {
+    clock.Advance(request_time);  // the request itself takes time
+    const auto elapsed =
+        std::chrono::duration_cast<milliseconds>(clock.MonotonicNow() - first_attempt);
+    const auto d = DecideWait(p, attempt, retry_after, elapsed);
+    if (d.give_up) {
+      w.gave_up_at = attempt;
+      break;
+    }
+    w.waits.push_back(d.wait);
+    REQUIRE(clock.SleepFor(d.wait, {}));
+  }
+  return w;
+}
+}  // namespace
+
+TEST_CASE("PositiveRetryAfterIsHonouredOverTheLadder") {
+  const auto d = DecideWait(kDefault, 1, 5s, kNoElapsed);
+  CHECK_FALSE(d.give_up);
+  CHECK(d.wait == 5s);  // not 30 s
+  CHECK(d.source == WaitSource::kRetryAfter);
+  CHECK_FALSE(d.capped);
+  SUBCASE("a short Retry-After late in the ladder is still honoured") {
+    const auto late = DecideWait(kDefault, 4, 5s, kNoElapsed);
+    CHECK(late.wait == 5s);  // not 300 s
+  }
+}
+
+TEST_CASE("LongRetryAfterIsCappedAtMaxWait") {
+  const auto d = DecideWait(kDefault, 1, 3600s, kNoElapsed);
+  CHECK(d.wait == 300s);
+  CHECK(d.capped);
+  CHECK(d.source == WaitSource::kRetryAfter);
+  SUBCASE("twin: a Retry-After under the cap is not marked capped") {
+    const auto under = DecideWait(kDefault, 1, 299s, kNoElapsed);
+    CHECK(under.wait == 299s);
+    CHECK_FALSE(under.capped);
+  }
+}
+
+TEST_CASE("AbsentRetryAfterWalksTheLadderAndStopsAtTheCap") {
+  BackpressurePolicy p;
+  p.inline_budget = 24h;  // keep the budget out of this test
+  const std::vector<milliseconds> expected = {30s, 60s, 120s, 300s, 300s, 300s};
+  for (std::size_t i = 0; i < expected.size(); ++i) {
+    CAPTURE(i);
+    const auto d = DecideWait(p, i + 1, kNoRetryAfter, kNoElapsed);
+    CHECK(d.wait == expected[i]);
+    CHECK(d.source == WaitSource::kLadder);
+    CHECK(d.rung == std::min<std::size_t>(i, 3));
+  }
+  // No increase past the cap.
+  CHECK(DecideWait(p, 1000, kNoRetryAfter, kNoElapsed).wait == 300s);
+}
+
+TEST_CASE("MaxWaitCapsTheLadderTooWithoutRetryAfter") {
+  const BackpressurePolicy p{.ladder = {30s, 60s, 600s, 3600s},
+                             .max_wait = 120s,
+                             .inline_budget = 24h};
+  CHECK(DecideWait(p, 1, kNoRetryAfter, kNoElapsed).wait == 30s);
+  CHECK(DecideWait(p, 2, kNoRetryAfter, kNoElapsed).wait == 60s);
+  CHECK(DecideWait(p, 3, kNoRetryAfter, kNoElapsed).wait == 120s);
+  CHECK(DecideWait(p, 3, kNoRetryAfter, kNoElapsed).capped);
+  CHECK(DecideWait(p, 4, kNoRetryAfter, kNoElapsed).wait == 120s);
+}
+
+TEST_CASE("NonPositiveOrUnusableRetryAfterFallsBackToTheLadderNeverZero") {
+  const auto now = std::chrono::system_clock::time_point{} + 1'700'000'000s;
+  for (const char* raw : {"0", "-1", "1.5", "garbage", "", "Sun, 06 Nov 1994 08:49:37 GMT"}) {
+    CAPTURE(raw);
+    const auto parsed = fwdsink::ParseRetryAfter(raw, now);
+    const auto d = DecideWait(kDefault, 1, parsed, kNoElapsed);
+    CHECK(d.source == WaitSource::kLadder);
+    CHECK(d.wait == 30s);
+    CHECK(d.wait > 0ms);
+  }
+  SUBCASE("twin: a positive value does not fall back") {
+    const auto d = DecideWait(kDefault, 1, fwdsink::ParseRetryAfter("1", now), kNoElapsed);
+    CHECK(d.source == WaitSource::kRetryAfter);
+    CHECK(d.wait == 1s);
+  }
+}
+
+TEST_CASE("EveryWaitIsStrictlyPositive") {
+  // Even a sub-millisecond Retry-After rounded to 0 ms elsewhere, or a tiny rung.
+  const BackpressurePolicy p{.ladder = {1ms}, .max_wait = 1ms, .inline_budget = 1h};
+  for (std::size_t a = 1; a < 50; ++a) {
+    CHECK(DecideWait(p, a, milliseconds{0}, kNoElapsed).wait >= 1ms);
+    CHECK(DecideWait(p, a, kNoRetryAfter, kNoElapsed).wait >= 1ms);
+  }
+}
+
+TEST_CASE("BudgetStormGivesUpWhenTheNextWaitWouldPassTheBudgetAndNotEarlier") {
+  // Default budget 300 s; ladder 30, 60, 120, ...; each request takes 1 s.
+  // Attempt 1 at t=1: 1+30=31 ok -> t=31. Attempt 2 at t=32: 32+60=92 ok -> t=92.
+  // Attempt 3 at t=93: 93+120=213 ok -> t=213. Attempt 4 at t=214: 214+300 > 300: give up.
+  const auto w = WalkStorm(kDefault, 100, kNoRetryAfter, 1s);
+  CHECK(w.waits == std::vector<milliseconds>{30s, 60s, 120s});
+  CHECK(w.gave_up_at == 4);
+
+  SUBCASE("a wait that lands exactly on the budget is still taken") {
+    const BackpressurePolicy p{.ladder = {100s}, .max_wait = 100s, .inline_budget = 300s};
+    // t=0: 0+100 ok; t=100: 200 ok; t=200: 300 == budget, ok; t=300: 400 > 300.
+    const auto exact = WalkStorm(p, 100, kNoRetryAfter, 0s);
+    CHECK(exact.waits.size() == 3);
+    CHECK(exact.gave_up_at == 4);
+  }
+  SUBCASE("with Retry-After: 1 the storm retries until the budget, not one attempt less") {
+    const BackpressurePolicy p{.ladder = {30s}, .max_wait = 300s, .inline_budget = 10s};
+    // Each round costs 1 s of request + 1 s wait: t=1 ok (2), t=3 ok (4), ..., t=9: 10 ok,
+    // t=11: give up. Five waits.
+    const auto ra = WalkStorm(p, 100, 1s, 1s);
+    CHECK(ra.waits.size() == 5);
+    CHECK(ra.gave_up_at == 6);
+  }
+  SUBCASE("the check uses the capped wait, not the raw Retry-After") {
+    // Retry-After 3600 s would pass the budget, but the wait actually taken is 300 s.
+    const auto d = DecideWait(kDefault, 1, 3600s, kNoElapsed);
+    CHECK_FALSE(d.give_up);
+    CHECK(d.wait == 300s);
+  }
+}
+
+TEST_CASE("NegativeElapsedFailsClosed") {
+  const auto d = DecideWait(kDefault, 1, kNoRetryAfter, -1ms);
+  CHECK(d.give_up);
+  CHECK(d.reason == fwdsink::GiveUpReason::kInvalidElapsed);
+  SUBCASE("twin: zero elapsed is fine") {
+    CHECK_FALSE(DecideWait(kDefault, 1, kNoRetryAfter, 0ms).give_up);
+  }
+}
+
+TEST_CASE("OverflowProtectionHundredsOfAttemptsWithHugeRungs") {
+  const BackpressurePolicy p{.ladder = {milliseconds::max() / 2, milliseconds::max()},
+                             .max_wait = 300s,
+                             .inline_budget = milliseconds::max(),
+                             .jitter = 0.5};
+  double u = 0.999;
+  const fwdsink::UniformRandom rnd = [&u] { return u; };
+  for (std::size_t attempt = 1; attempt <= 500; ++attempt) {
+    const auto d = DecideWait(p, attempt, milliseconds::max(), milliseconds::max() - 1ms, rnd);
+    CHECK(d.wait == 300s);
+    const auto l = DecideWait(p, attempt, std::nullopt, 0ms, rnd);
+    CHECK(l.wait == 300s);  // no increase past the cap
+    CHECK(l.wait > 0ms);
+  }
+  CHECK(fwdsink::SaturatingAdd(milliseconds::max(), 1ms) == milliseconds::max());
+  CHECK(fwdsink::SaturatingAdd(1ms, 2ms) == 3ms);
+}
+
+TEST_CASE("JitterStaysInItsBandAndNeverShortensRetryAfter") {
+  const BackpressurePolicy p{.ladder = {100s}, .max_wait = 300s, .inline_budget = 24h,
+                             .jitter = 0.2};
+  double u = 0.0;
+  const fwdsink::UniformRandom rnd = [&u] { return u; };
+  u = 0.0;
+  CHECK(DecideWait(p, 1, std::nullopt, 0ms, rnd).wait == 80s);
+  u = 0.5;
+  CHECK(DecideWait(p, 1, std::nullopt, 0ms, rnd).wait == 100s);
+  u = 0.0;
+  CHECK(DecideWait(p, 1, 10s, 0ms, rnd).wait == 10s);  // never below Retry-After
+  u = 0.5;
+  CHECK(DecideWait(p, 1, 10s, 0ms, rnd).wait == 11s);
+  SUBCASE("twin: jitter off means the exact rung whatever the generator says") {
+    const BackpressurePolicy off{.ladder = {100s}, .max_wait = 300s, .inline_budget = 24h};
+    u = 0.0;
+    CHECK(DecideWait(off, 1, std::nullopt, 0ms, rnd).wait == 100s);
+  }
+}
+
+TEST_CASE("ValidateNamesTheBadField") {
+  CHECK_FALSE(fwdsink::Validate(kDefault).has_value());
+
+  auto field_of = [](BackpressurePolicy p) {
+    const auto e = fwdsink::Validate(p);
+    return e ? e->field : std::string("<valid>");
+  };
+  BackpressurePolicy p;
+  p.ladder.clear();
+  CHECK(field_of(p) == "ladder");
+  p = {};
+  p.ladder[2] = 0s;
+  CHECK(field_of(p) == "ladder[2]");
+  p = {};
+  p.ladder[0] = -5s;
+  CHECK(field_of(p) == "ladder[0]");
+  p = {};
+  p.max_wait = 0s;
+  CHECK(field_of(p) == "max_wait");
+  p = {};
+  p.inline_budget = 29s;  // below the first rung of 30 s
+  CHECK(field_of(p) == "inline_budget");
+  p = {};
+  p.inline_budget = 30s;  // exactly the first rung is enough for one retry
+  CHECK(field_of(p) == "<valid>");
+  p = {};
+  p.jitter = 1.0;
+  CHECK(field_of(p) == "jitter");
+  p = {};
+  p.jitter = -0.1;
+  CHECK(field_of(p) == "jitter");
+}
