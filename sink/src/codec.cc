@@ -1,0 +1,163 @@
+#include "fwdsink/codec.h"
+
+#include <zstd.h>
+
+#include <algorithm>
+#include <limits>
+
+namespace fwdsink {
+namespace {
+
+// Smallest step by which DecodeZstd grows its output; matches zstd's own block size.
+constexpr std::size_t kDecodeGrowBytes = 128 * 1024;
+
+struct DCtxDeleter {
+  void operator()(ZSTD_DCtx* d) const { ZSTD_freeDCtx(d); }
+};
+
+bool DecodeFail(std::string& out, std::string* error, std::string message) {
+  out.clear();
+  if (error != nullptr) *error = std::move(message);
+  return false;
+}
+
+}  // namespace
+
+std::string_view to_string(Compression compression) {
+  switch (compression) {
+    case Compression::kIdentity: return "identity";
+    case Compression::kZstd: return "zstd";
+  }
+  return "unknown";
+}
+
+std::optional<Compression> ParseCompression(std::string_view text) {
+  if (text == "zstd") return Compression::kZstd;
+  if (text == "identity") return Compression::kIdentity;
+  return std::nullopt;
+}
+
+std::optional<std::string> ValidateZstdLevel(int level) {
+  if (level < ZSTD_minCLevel() || level > ZSTD_maxCLevel()) {
+    return "zstd_level " + std::to_string(level) + " is outside [" +
+           std::to_string(ZSTD_minCLevel()) + ", " + std::to_string(ZSTD_maxCLevel()) + "]";
+  }
+  return std::nullopt;
+}
+
+struct Encoder::Impl {
+  struct CCtxDeleter {
+    void operator()(ZSTD_CCtx* c) const { ZSTD_freeCCtx(c); }
+  };
+  std::unique_ptr<ZSTD_CCtx, CCtxDeleter> cctx;
+};
+
+Encoder::Encoder(Compression compression, int zstd_level) : compression_(compression) {
+  if (compression_ != Compression::kZstd) return;
+  if (auto problem = ValidateZstdLevel(zstd_level)) {
+    ok_ = false;
+    error_ = *problem;
+    return;
+  }
+  // One context for the encoder's life: creating one costs far more than compressing a
+  // small chunk at level 1, and the parameters below survive ZSTD_compress2's
+  // session-only reset. @ref LLP 0010#codec-context-reuse
+  impl_ = std::make_unique<Impl>();
+  impl_->cctx.reset(ZSTD_createCCtx());
+  if (!impl_->cctx) {
+    ok_ = false;
+    error_ = "ZSTD_createCCtx failed";
+    return;
+  }
+  for (auto [param, value] : {std::pair{ZSTD_c_compressionLevel, zstd_level},
+                              std::pair{ZSTD_c_contentSizeFlag, 1},
+                              std::pair{ZSTD_c_checksumFlag, 1}}) {
+    const std::size_t r = ZSTD_CCtx_setParameter(impl_->cctx.get(), param, value);
+    if (ZSTD_isError(r)) {
+      ok_ = false;
+      error_ = std::string("ZSTD_CCtx_setParameter: ") + ZSTD_getErrorName(r);
+      return;
+    }
+  }
+}
+
+Encoder::Encoder(Encoder&&) noexcept = default;
+Encoder& Encoder::operator=(Encoder&&) noexcept = default;
+Encoder::~Encoder() = default;
+
+bool Encoder::Encode(std::string_view in, std::string& out) {
+  if (!ok_ || (compression_ == Compression::kZstd && !impl_)) {  // failed or moved from
+    if (ok_) error_ = "encoder was moved from";
+    out.clear();
+    return false;
+  }
+  if (compression_ == Compression::kIdentity) {
+    out.assign(in);
+    return true;
+  }
+  // resize() keeps out's capacity across chunks; the bound makes one call always enough.
+  out.resize(ZSTD_compressBound(in.size()));
+  const std::size_t n =
+      ZSTD_compress2(impl_->cctx.get(), out.data(), out.size(), in.data(), in.size());
+  if (ZSTD_isError(n)) {
+    error_ = std::string("ZSTD_compress2: ") + ZSTD_getErrorName(n);
+    out.clear();
+    return false;
+  }
+  out.resize(n);
+  return true;
+}
+
+bool DecodeZstd(std::string_view in, std::string& out, std::size_t max_out, std::string* error) {
+  out.clear();
+  if (in.empty()) return DecodeFail(out, error, "zstd: empty input, no frame");
+  // Refuse early what a frame header admits is too big; the streaming loop below still
+  // enforces the limit for frames that do not declare a size (or lie).
+  const unsigned long long declared = ZSTD_getFrameContentSize(in.data(), in.size());
+  if (declared == ZSTD_CONTENTSIZE_ERROR) return DecodeFail(out, error, "zstd: not a zstd frame");
+  if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared > max_out) {
+    return DecodeFail(out, error,
+                      "zstd: frame declares " + std::to_string(declared) +
+                          " bytes, more than the limit of " + std::to_string(max_out));
+  }
+  std::unique_ptr<ZSTD_DCtx, DCtxDeleter> dctx(ZSTD_createDCtx());
+  if (!dctx) return DecodeFail(out, error, "zstd: ZSTD_createDCtx failed");
+
+  // Output may reach max_out + 1 bytes: producing that extra byte is how an oversize
+  // stream is told apart from one that is exactly max_out long.
+  // @ref LLP 0010#bounded-decode
+  const std::size_t limit =
+      max_out == std::numeric_limits<std::size_t>::max() ? max_out : max_out + 1;
+  ZSTD_inBuffer input{in.data(), in.size(), 0};
+  std::size_t written = 0;
+  for (;;) {
+    if (written == out.size()) {
+      if (out.size() >= limit) break;
+      const std::size_t want =
+          declared != ZSTD_CONTENTSIZE_UNKNOWN && written == 0
+              ? static_cast<std::size_t>(declared) + 1
+              : std::max(out.size() * 2, kDecodeGrowBytes);
+      out.resize(std::min(limit, std::max(want, written + 1)));
+    }
+    ZSTD_outBuffer output{out.data(), out.size(), written};
+    const std::size_t r = ZSTD_decompressStream(dctx.get(), &output, &input);
+    if (ZSTD_isError(r)) {
+      return DecodeFail(out, error, std::string("zstd: ") + ZSTD_getErrorName(r));
+    }
+    written = output.pos;
+    if (written > max_out) break;
+    if (input.pos == input.size) {
+      if (r == 0) {
+        out.resize(written);
+        return true;
+      }
+      // All input consumed, the frame is unfinished, and the decoder has room to write:
+      // it is waiting for bytes that will never come.
+      if (output.pos < output.size) return DecodeFail(out, error, "zstd: truncated frame");
+    }
+  }
+  return DecodeFail(out, error,
+                    "zstd: output exceeds the limit of " + std::to_string(max_out) + " bytes");
+}
+
+}  // namespace fwdsink
