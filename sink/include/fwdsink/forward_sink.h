@@ -1,0 +1,177 @@
+// The forward sink: streams one NDJSON partition to the ingest endpoint, chunk by
+// chunk, retrying the same chunk in place under backpressure.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+
+#include "fwdsink/backoff.h"
+#include "fwdsink/chunker.h"
+#include "fwdsink/clock.h"
+#include "fwdsink/codec.h"
+#include "fwdsink/gate.h"
+#include "fwdsink/telemetry.h"
+#include "fwdsink/transport.h"
+
+namespace fwdsink {
+
+struct ForwardOptions {
+  // Endpoint URL, http:// or https://, e.g. "https://ingest.example:8443/v1/ndjson".
+  std::string url;
+  // Header that carries the chunk's stable key "<partition>:<begin>-<end>".
+  std::string idempotency_header = "Idempotency-Key";
+  Compression compression = Compression::kZstd;
+  int zstd_level = kDefaultZstdLevel;
+  ChunkerOptions chunker{};
+  BackpressurePolicy backpressure{};
+  TransportOptions transport{};
+  // Prefix/label that tells two sinks in one daemon apart in events and logs.
+  std::string label = "fwdsink";
+};
+
+// Checks every field; returns the first bad one by name ("url", "chunker.chunk_bytes",
+// "backpressure.ladder[1]", "zstd_level", ...), or nullopt.
+[[nodiscard]] std::optional<ConfigError> Validate(const ForwardOptions& options);
+
+// Supplies bearer tokens. Called with force_refresh=false before the first request and
+// with true after a 401; returns nullopt when no token is available. Called on the
+// sending thread. An empty std::function means "no Authorization header".
+using TokenProvider = std::function<std::optional<std::string>(bool force_refresh)>;
+
+// What ForwardPartition achieved.
+enum class Outcome {
+  kDelivered,       // every row up to the end of the file was acknowledged
+  kRespooled,       // gave up for now; resume at resume_offset on a later tick
+  kPoisoned,        // the server refuses [poison_begin, poison_end) as malformed
+  kAborted,         // Close() was called
+  kAuthError,       // 401 again after a token refresh (or no token to be had)
+  kTlsError,        // TLS verification/handshake failed; nothing was sent
+  kPartitionError,  // the file cannot be read or is torn (message names the offset)
+};
+[[nodiscard]] std::string_view to_string(Outcome outcome);
+
+// Why a partition was respooled.
+enum class RespoolReason {
+  kNone,
+  kBudgetExhausted,   // 429/503 backpressure outlasted the inline budget
+  kTransportError,    // connection failures/timeouts outlasted the budget
+  kServerError,       // other 5xx outlasted the budget
+  kClientError,       // a 4xx we cannot act on (404, 405, 415, ...): not retried inline
+  kCursorNotSaved,    // the ack callback could not persist the cursor
+};
+[[nodiscard]] std::string_view to_string(RespoolReason reason);
+
+struct ForwardResult {
+  Outcome outcome = Outcome::kDelivered;
+  // The cursor: end offset of the last acknowledged chunk (where the next attempt
+  // starts). For kPoisoned it is poison_begin.
+  std::uint64_t resume_offset = 0;
+  RespoolReason respool_reason = RespoolReason::kNone;
+  int status = 0;            // the last HTTP status seen (0: none / transport error)
+  std::string reason;        // server's details.reason, or the error text
+  std::string message;       // a sentence for an operator
+  std::uint64_t poison_begin = 0;  // kPoisoned: the refused byte range
+  std::uint64_t poison_end = 0;
+  std::uint64_t poison_rows = 0;
+  std::uint64_t chunks_acked = 0;  // during this call
+  std::uint64_t rows_acked = 0;
+  std::uint64_t bytes_acked = 0;
+  bool throttled = false;          // at least one 429/503 was seen during this call
+};
+
+// An acknowledged chunk, passed to the ack callback before the next chunk is sent.
+struct AckedChunk {
+  std::string_view partition;
+  std::uint64_t begin = 0;
+  std::uint64_t end = 0;    // the new cursor
+  std::uint64_t rows = 0;
+  bool duplicate = false;   // the server said it had this key already
+};
+// Persists the cursor; returns false if it could not (the sink then stops and
+// respools with kCursorNotSaved rather than run ahead of what is on disk).
+using AckCallback = std::function<bool(const AckedChunk&)>;
+
+// Injected collaborators; everything defaults to the real thing.
+struct ForwardDeps {
+  TimeSource* time = nullptr;          // default RealTimeSource()
+  Sleeper* sleeper = nullptr;          // default RealSleeper()
+  std::shared_ptr<EndpointGate> gate;  // shared per endpoint; default: a private one
+  TokenProvider tokens;                // default: no Authorization header
+  EventCallback on_event;              // default: events are dropped
+  UniformRandom random;                // jitter source, when policy.jitter > 0
+};
+
+// Streams partitions to one endpoint.
+//
+// Threads: ForwardPartition() runs on one thread at a time (the sender). Close(),
+// counters() and state() may be called from any thread. Close() is idempotent,
+// returns promptly (it only signals and shuts the socket down), and makes the current
+// and every later ForwardPartition() return kAborted with the cursor at the last
+// acknowledged chunk.
+//
+// Deliberately ignores: partition discovery, cursor storage and dead letters (the
+// driver's job, through the ack callback and the outcome).
+class ForwardSink {
+ public:
+  // Creates a sink; returns nullptr and sets `error` when the options do not validate
+  // or the URL/TLS settings are unusable.
+  [[nodiscard]] static std::unique_ptr<ForwardSink> Create(ForwardOptions options,
+                                                           ForwardDeps deps,
+                                                           ConfigError* error);
+  ~ForwardSink();
+  ForwardSink(const ForwardSink&) = delete;
+  ForwardSink& operator=(const ForwardSink&) = delete;
+
+  // Sends `path` (partition id `partition`) from byte `begin` to the end, chunk by
+  // chunk, calling `on_ack` after each acknowledged chunk. Never throws for
+  // operational failures: the outcome says what happened.
+  [[nodiscard]] ForwardResult ForwardPartition(std::string_view partition,
+                                               const std::filesystem::path& path,
+                                               std::uint64_t begin, const AckCallback& on_ack);
+
+  // Aborts any pause or in-flight request at once, and all later work. Any thread.
+  void Close();
+  [[nodiscard]] bool closed() const;
+
+  // What the sender is doing now, for progress lines ("waiting 30 s: byte_rate").
+  struct State {
+    enum class Phase { kIdle, kSending, kWaiting } phase = Phase::kIdle;
+    std::string partition{};
+    std::string reason{};      // why it is waiting
+    int status = 0;            // the status that caused the wait
+    std::chrono::milliseconds wait{0};
+    MonotonicTime until{};     // when the wait ends
+  };
+  [[nodiscard]] State state() const;
+  [[nodiscard]] const Counters& counters() const { return counters_; }
+  [[nodiscard]] const ForwardOptions& options() const { return options_; }
+
+ private:
+  ForwardSink(ForwardOptions options, ForwardDeps deps, std::unique_ptr<HttpTransport> t);
+  class Run;  // one ForwardPartition call
+  void SetState(State s);
+
+  const ForwardOptions options_;
+  ForwardDeps deps_;
+  std::unique_ptr<HttpTransport> transport_;
+  Encoder encoder_;                 // sender thread only
+  std::optional<std::string> token_;  // sender thread only
+  std::stop_source stop_;
+  Counters counters_;
+  mutable std::mutex state_mu_;
+  State state_;                     // guarded by state_mu_
+};
+
+// Extracts details.reason (or data.reason, or a top-level reason/error string) from a
+// possibly truncated JSON error body; empty when there is none.
+[[nodiscard]] std::string ExtractReason(std::string_view body_prefix);
+
+}  // namespace fwdsink

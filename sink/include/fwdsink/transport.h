@@ -1,0 +1,100 @@
+// The HTTP(S) transport: one keep-alive connection to one endpoint, with bounded
+// reading of response bodies and an abort that works from any thread.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace fwdsink {
+
+// A parsed endpoint URL: scheme://host[:port][/path].
+struct Endpoint {
+  std::string scheme;  // "http" | "https"
+  std::string host;    // without brackets for IPv6
+  int port = 0;
+  std::string path;    // always starts with '/'
+  // Returns "scheme://host:port" as cpp-httplib's Client wants it.
+  [[nodiscard]] std::string SchemeHostPort() const;
+};
+
+// Parses a URL; returns nullopt and sets `error` to a sentence when it is not one we
+// can use (scheme other than http/https, empty host, bad port, userinfo, fragment).
+[[nodiscard]] std::optional<Endpoint> ParseEndpoint(std::string_view url, std::string* error);
+
+struct TransportOptions {
+  // Time allowed to establish a TCP (and TLS) connection.
+  std::chrono::milliseconds connect_timeout = std::chrono::seconds{5};
+  // Longest silence while waiting for (or reading) a response.
+  std::chrono::milliseconds read_timeout = std::chrono::seconds{30};
+  // Longest stall while writing a request.
+  std::chrono::milliseconds write_timeout = std::chrono::seconds{30};
+  // Verify the server's certificate chain and host name (https only). Leave on.
+  bool verify_tls = true;
+  // CA bundle file and/or directory; both empty means the system's default store.
+  std::string ca_file;
+  std::string ca_dir;
+  // Bytes of a response body kept for the caller (enough for details.reason).
+  std::size_t body_prefix_bytes = 4096;
+  // Bytes read and discarded past the prefix so the connection can be reused; a longer
+  // body closes the connection instead of being read to the end.
+  std::size_t drain_limit_bytes = 1 << 20;
+};
+
+enum class TransportError {
+  kNone,
+  kConnect,   // could not connect (refused, unreachable, DNS)
+  kTimeout,   // connect, read or write timed out
+  kIo,        // the connection broke while sending or receiving
+  kTls,       // TLS handshake or certificate/host verification failed
+  kAborted,   // Abort() was called
+  kProtocol,  // the peer sent something that is not HTTP
+};
+[[nodiscard]] std::string_view to_string(TransportError e);
+
+struct HttpResponse {
+  int status = 0;
+  std::optional<std::string> retry_after;  // raw header value, if present
+  std::string body_prefix;                 // at most body_prefix_bytes of the body
+  std::uint64_t body_bytes = 0;            // bytes of body read (prefix + drained)
+  bool body_truncated = false;             // the body was longer than the drain limit
+};
+
+struct TransportResult {
+  TransportError error = TransportError::kNone;
+  std::string message;     // why, for an operator (empty on success)
+  HttpResponse response;   // meaningful when error == kNone
+};
+
+using HeaderList = std::vector<std::pair<std::string, std::string>>;
+
+// A client for one endpoint. Post() is called by one sending thread at a time; Abort()
+// may be called from any thread, any number of times, and is sticky: every later Post()
+// fails with kAborted at once. Response bodies are never buffered past the prefix.
+class HttpTransport {
+ public:
+  // Creates a transport for `url`; returns nullptr and sets `error` on a bad URL or
+  // unusable TLS settings (unreadable CA file).
+  [[nodiscard]] static std::unique_ptr<HttpTransport> Create(std::string_view url,
+                                                             const TransportOptions& options,
+                                                             std::string* error);
+  virtual ~HttpTransport() = default;
+
+  // Sends one POST to the endpoint's path with `headers` and `body`. The body is moved
+  // into the request and handed back unchanged in `body` when the call returns, so a
+  // retry re-sends the identical bytes without a copy.
+  [[nodiscard]] virtual TransportResult Post(const HeaderList& headers, std::string& body) = 0;
+
+  // Shuts the connection down: an in-flight Post() (connecting, sending, or waiting
+  // for headers) returns kAborted promptly. Never blocks on the sending thread.
+  virtual void Abort() = 0;
+
+  [[nodiscard]] virtual const Endpoint& endpoint() const = 0;
+};
+
+}  // namespace fwdsink

@@ -1,0 +1,276 @@
+#include "fwdsink/transport.h"
+
+#include <httplib.h>
+#include <openssl/x509.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <charconv>
+#include <filesystem>
+#include <mutex>
+
+namespace fwdsink {
+namespace {
+
+bool IEquals(std::string_view a, std::string_view b) {
+  if (a.size() != b.size()) return false;
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    if (std::tolower(static_cast<unsigned char>(a[i])) !=
+        std::tolower(static_cast<unsigned char>(b[i]))) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Holds a dup() of the client's current socket so Abort() can shutdown() it from any
+// thread without touching cpp-httplib's internals or its socket mutex (which it holds
+// while connecting, so ClientImpl::stop() would block for the whole connect timeout).
+// @ref LLP 0014#abort-by-shutdown
+class SocketHandle {
+ public:
+  ~SocketHandle() { Release(); }
+
+  // Called by cpp-httplib right after it creates a socket, before connect().
+  void Adopt(int fd) {
+    std::lock_guard lock(mu_);
+    ReleaseLocked();
+    dup_ = ::dup(fd);
+    if (aborted_ && dup_ >= 0) ::shutdown(dup_, SHUT_RDWR);
+  }
+  // Drops our duplicate once cpp-httplib has closed its socket, so the peer sees FIN.
+  void Release() {
+    std::lock_guard lock(mu_);
+    ReleaseLocked();
+  }
+  void Abort() {
+    std::lock_guard lock(mu_);
+    aborted_ = true;
+    // shutdown() on a SYN_SENT socket aborts the connect; on a connected one it wakes
+    // any poll/recv/send at once.
+    if (dup_ >= 0) ::shutdown(dup_, SHUT_RDWR);
+  }
+  bool aborted() const {
+    std::lock_guard lock(mu_);
+    return aborted_;
+  }
+
+ private:
+  void ReleaseLocked() {
+    if (dup_ >= 0) ::close(dup_);
+    dup_ = -1;
+  }
+  mutable std::mutex mu_;
+  int dup_ = -1;         // guarded by mu_
+  bool aborted_ = false;  // guarded by mu_
+};
+
+class HttplibTransport final : public HttpTransport {
+ public:
+  HttplibTransport(Endpoint ep, const TransportOptions& opt)
+      : ep_(std::move(ep)), opt_(opt), client_(ep_.SchemeHostPort()) {
+    client_.set_keep_alive(true);
+    client_.set_tcp_nodelay(true);
+    client_.set_connection_timeout(opt_.connect_timeout);
+    client_.set_read_timeout(opt_.read_timeout);
+    client_.set_write_timeout(opt_.write_timeout);
+    client_.set_follow_location(false);
+    client_.set_decompress(false);
+    client_.set_socket_options([this](socket_t fd) { socket_.Adopt(fd); });
+    if (ep_.scheme == "https") {
+      client_.enable_server_certificate_verification(opt_.verify_tls);
+      if (!opt_.ca_file.empty() || !opt_.ca_dir.empty()) {
+        client_.set_ca_cert_path(opt_.ca_file, opt_.ca_dir);
+      }
+    }
+  }
+
+  TransportResult Post(const HeaderList& headers, std::string& body) override {
+    TransportResult out;
+    if (socket_.aborted()) {
+      out.error = TransportError::kAborted;
+      out.message = "transport closed";
+      return out;
+    }
+    httplib::Request req;
+    req.method = "POST";
+    req.path = ep_.path;
+    for (const auto& [k, v] : headers) req.headers.emplace(k, v);
+    req.body.swap(body);  // zero-copy; swapped back below
+
+    HttpResponse& r = out.response;
+    const std::size_t prefix_cap = opt_.body_prefix_bytes;
+    const std::uint64_t drain_cap = opt_.body_prefix_bytes + opt_.drain_limit_bytes;
+    // @ref LLP 0014#drain-before-waiting
+    req.content_receiver = [&](const char* data, std::size_t n, std::uint64_t,
+                               std::uint64_t) {
+      if (r.body_prefix.size() < prefix_cap) {
+        r.body_prefix.append(data, std::min(n, prefix_cap - r.body_prefix.size()));
+      }
+      r.body_bytes += n;
+      if (r.body_bytes > drain_cap) {
+        r.body_truncated = true;
+        return false;  // stop reading; cpp-httplib closes the connection
+      }
+      return true;
+    };
+
+    httplib::Response res;
+    httplib::Error err = httplib::Error::Success;
+    const bool ok = client_.send(req, res, err);
+    body.swap(req.body);
+    if (!client_.is_socket_open()) socket_.Release();
+
+    if (ok || (err == httplib::Error::Canceled && r.body_truncated)) {
+      r.status = res.status;
+      if (res.has_header("Retry-After")) r.retry_after = res.get_header_value("Retry-After");
+      return out;
+    }
+    if (socket_.aborted()) {
+      out.error = TransportError::kAborted;
+      out.message = "transport closed";
+      return out;
+    }
+    out.message = httplib::to_string(err);
+    switch (err) {
+      case httplib::Error::Connection:
+        out.error = TransportError::kConnect;
+        break;
+      case httplib::Error::ConnectionTimeout:
+        out.error = TransportError::kTimeout;
+        break;
+      case httplib::Error::Read:
+      case httplib::Error::Write:
+        // cpp-httplib reports a read timeout as Read; the message says which.
+        out.error = TransportError::kIo;
+        break;
+      case httplib::Error::SSLConnection:
+      case httplib::Error::SSLLoadingCerts:
+      case httplib::Error::SSLServerVerification: {
+        out.error = TransportError::kTls;
+        const long v = client_.get_openssl_verify_result();
+        if (v != X509_V_OK) {
+          out.message += std::string(": ") + X509_verify_cert_error_string(v);
+        }
+        break;
+      }
+      case httplib::Error::Canceled:
+        out.error = TransportError::kAborted;
+        break;
+      default:
+        out.error = TransportError::kProtocol;
+        break;
+    }
+    out.message = "POST " + ep_.SchemeHostPort() + ep_.path + ": " + out.message;
+    return out;
+  }
+
+  void Abort() override { socket_.Abort(); }
+  const Endpoint& endpoint() const override { return ep_; }
+
+ private:
+  const Endpoint ep_;
+  const TransportOptions opt_;
+  SocketHandle socket_;  // declared before client_: outlives the client's callbacks
+  httplib::Client client_;
+};
+
+}  // namespace
+
+std::string_view to_string(TransportError e) {
+  switch (e) {
+    case TransportError::kNone: return "none";
+    case TransportError::kConnect: return "connect";
+    case TransportError::kTimeout: return "timeout";
+    case TransportError::kIo: return "io";
+    case TransportError::kTls: return "tls";
+    case TransportError::kAborted: return "aborted";
+    case TransportError::kProtocol: return "protocol";
+  }
+  return "unknown";
+}
+
+std::string Endpoint::SchemeHostPort() const {
+  const bool v6 = host.find(':') != std::string::npos;
+  return scheme + "://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
+}
+
+// Hand-written: cpp-httplib 0.11.4 has no public URL parser, and we need the pieces
+// (path, port) separately and a precise error for the operator.
+std::optional<Endpoint> ParseEndpoint(std::string_view url, std::string* error) {
+  auto fail = [&](std::string msg) -> std::optional<Endpoint> {
+    if (error) *error = "url '" + std::string(url) + "': " + std::move(msg);
+    return std::nullopt;
+  };
+  Endpoint ep;
+  const auto sep = url.find("://");
+  if (sep == std::string_view::npos) return fail("missing scheme (http:// or https://)");
+  const auto scheme = url.substr(0, sep);
+  if (IEquals(scheme, "http")) {
+    ep.scheme = "http";
+    ep.port = 80;
+  } else if (IEquals(scheme, "https")) {
+    ep.scheme = "https";
+    ep.port = 443;
+  } else {
+    return fail("scheme must be http or https");
+  }
+  std::string_view rest = url.substr(sep + 3);
+  if (rest.find('#') != std::string_view::npos) return fail("fragments are not allowed");
+  const auto slash = rest.find('/');
+  std::string_view authority = rest.substr(0, slash);
+  ep.path = slash == std::string_view::npos ? "/" : std::string(rest.substr(slash));
+  if (authority.find('@') != std::string_view::npos) {
+    return fail("credentials in the URL are not allowed; use a token file");
+  }
+  std::string_view port_str;
+  if (!authority.empty() && authority.front() == '[') {
+    const auto close = authority.find(']');
+    if (close == std::string_view::npos) return fail("unterminated IPv6 literal");
+    ep.host = std::string(authority.substr(1, close - 1));
+    std::string_view after = authority.substr(close + 1);
+    if (!after.empty()) {
+      if (after.front() != ':') return fail("junk after IPv6 literal");
+      port_str = after.substr(1);
+    }
+  } else {
+    const auto colon = authority.rfind(':');
+    ep.host = std::string(authority.substr(0, colon));
+    if (colon != std::string_view::npos) port_str = authority.substr(colon + 1);
+  }
+  if (ep.host.empty()) return fail("missing host");
+  if (!port_str.empty() || authority.ends_with(":")) {
+    int port = 0;
+    const auto* end = port_str.data() + port_str.size();
+    const auto [p, ec] = std::from_chars(port_str.data(), end, port);
+    if (port_str.empty() || ec != std::errc{} || p != end || port < 1 || port > 65535) {
+      return fail("port must be a number from 1 to 65535");
+    }
+    ep.port = port;
+  }
+  for (char c : ep.path) {
+    if (static_cast<unsigned char>(c) <= ' ' || c == 0x7f) {
+      return fail("the path contains spaces or control characters");
+    }
+  }
+  return ep;
+}
+
+std::unique_ptr<HttpTransport> HttpTransport::Create(std::string_view url,
+                                                     const TransportOptions& options,
+                                                     std::string* error) {
+  auto ep = ParseEndpoint(url, error);
+  if (!ep) return nullptr;
+  std::error_code ec;
+  if (!options.ca_file.empty() && !std::filesystem::is_regular_file(options.ca_file, ec)) {
+    if (error) *error = "ca_file '" + options.ca_file + "' is not a readable file";
+    return nullptr;
+  }
+  if (!options.ca_dir.empty() && !std::filesystem::is_directory(options.ca_dir, ec)) {
+    if (error) *error = "ca_dir '" + options.ca_dir + "' is not a directory";
+    return nullptr;
+  }
+  return std::make_unique<HttplibTransport>(std::move(*ep), options);
+}
+
+}  // namespace fwdsink

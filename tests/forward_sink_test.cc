@@ -1,0 +1,481 @@
+// ForwardSink decisions over real sockets (an in-process scripted server on
+// 127.0.0.1) with the fake clock doing every wait: no test here sleeps for timing.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "fwdsink/codec.h"
+#include "fwdsink/forward_sink.h"
+#include "scripted_server.h"
+
+using namespace std::chrono_literals;
+using fwdsink::Outcome;
+using fwdsink_test::Reply;
+using fwdsink_test::ScriptedServer;
+using std::chrono::milliseconds;
+
+namespace doctest {
+template <>
+struct StringMaker<std::vector<milliseconds>> {
+  static String convert(const std::vector<milliseconds>& v) {
+    std::string out = "{";
+    for (const auto& d : v) out += std::to_string(d.count()) + "ms ";
+    return (out + "}").c_str();
+  }
+};
+}  // namespace doctest
+
+namespace {
+
+constexpr std::size_t kChunkBytes = 64;  // a few ~20-byte rows per chunk
+const char* kPartition = "p1";
+
+std::filesystem::path TempDir(const std::string& name) {
+  auto dir = std::filesystem::path(FWDSINK_TEST_TMP) / "forward_sink" / name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir);
+  return dir;
+}
+
+// Writes `rows` rows of the form {"i":N,"pad":"xxxxxxxx"} and returns the path.
+std::filesystem::path WritePartition(const std::string& name, int rows) {
+  const auto path = TempDir(name) / "p1.ndjson";
+  std::ofstream out(path, std::ios::binary);
+  for (int i = 0; i < rows; ++i) out << "{\"i\":" << i << ",\"pad\":\"xxxxxxxx\"}\n";
+  return path;
+}
+
+std::string ReadFile(const std::filesystem::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+struct Harness {
+  fwdsink::FakeClock clock;
+  std::vector<fwdsink::Event> events;
+  std::vector<fwdsink::AckedChunk> acks;
+  std::unique_ptr<fwdsink::ForwardSink> sink;
+
+  explicit Harness(const std::string& url, fwdsink::ForwardOptions o = {},
+                   fwdsink::TokenProvider tokens = {},
+                   std::shared_ptr<fwdsink::EndpointGate> gate = {}) {
+    o.url = url;
+    o.compression = fwdsink::Compression::kIdentity;
+    o.chunker.chunk_bytes = kChunkBytes;
+    o.transport.read_timeout = 5s;
+    fwdsink::ForwardDeps deps;
+    deps.time = &clock;
+    deps.sleeper = &clock;
+    deps.tokens = std::move(tokens);
+    deps.gate = std::move(gate);
+    deps.on_event = [this](const fwdsink::Event& e) { events.push_back(e); };
+    fwdsink::ConfigError err;
+    sink = fwdsink::ForwardSink::Create(std::move(o), std::move(deps), &err);
+    REQUIRE_MESSAGE(sink, err.field << ": " << err.message);
+  }
+
+  fwdsink::ForwardResult Forward(const std::filesystem::path& path, std::uint64_t begin = 0) {
+    return sink->ForwardPartition(kPartition, path, begin, [this](const fwdsink::AckedChunk& a) {
+      acks.push_back({.partition = {}, .begin = a.begin, .end = a.end, .rows = a.rows,
+                      .duplicate = a.duplicate});
+      return true;
+    });
+  }
+
+  std::vector<fwdsink::Event> Named(std::string_view name) const {
+    std::vector<fwdsink::Event> out;
+    for (const auto& e : events) {
+      if (e.name == name) out.push_back(e);
+    }
+    return out;
+  }
+};
+
+httplib::Headers RetryAfter(const std::string& v) { return {{"Retry-After", v}}; }
+
+}  // namespace
+
+TEST_CASE("DeliversEveryChunkInOrderWithTheWireProtocol") {
+  ScriptedServer server;
+  const auto path = WritePartition("deliver", 10);
+  Harness h(server.url());
+  const auto r = h.Forward(path);
+  CHECK(r.outcome == Outcome::kDelivered);
+  CHECK(r.resume_offset == std::filesystem::file_size(path));
+  CHECK(r.rows_acked == 10);
+
+  const auto reqs = server.requests();
+  REQUIRE(reqs.size() >= 3);
+  std::string all;
+  std::uint64_t pos = 0;
+  for (const auto& q : reqs) {
+    CHECK(q.content_type == "application/x-ndjson");
+    CHECK(q.encoding == "identity");
+    CHECK(q.user_agent.rfind("fwdsink/", 0) == 0);
+    CHECK(q.key == "p1:" + std::to_string(pos) + "-" + std::to_string(pos + q.body.size()));
+    CHECK(q.body.size() <= kChunkBytes);
+    pos += q.body.size();
+    all += q.body;
+  }
+  CHECK(all == ReadFile(path));
+  CHECK(h.acks.size() == reqs.size());
+  CHECK(h.clock.sleeps().empty());  // twin of every wait test: no 429, no wait
+}
+
+TEST_CASE("PositiveRetryAfterIsHonouredAndTheSameChunkIsResentInPlace") {
+  ScriptedServer server;
+  server.Then(200);
+  server.Then(429, RetryAfter("5"),
+              R"({"error":"rate limited","details":{"reason":"byte_rate"}})");
+  const auto path = WritePartition("retry_after", 10);
+  Harness h(server.url());
+  const auto r = h.Forward(path);
+  REQUIRE(r.outcome == Outcome::kDelivered);
+  CHECK(h.clock.sleeps() == std::vector<milliseconds>{5s});  // 5 s, not the 30 s rung
+
+  const auto reqs = server.requests();
+  REQUIRE(reqs.size() >= 3);
+  CHECK(reqs[1].key == reqs[2].key);    // identical key
+  CHECK(reqs[1].body == reqs[2].body);  // identical bytes
+  CHECK(reqs[0].key != reqs[1].key);
+  CHECK(h.acks[0].end == reqs[0].body.size());  // cursor did not move on the 429
+
+  const auto bp = h.Named("forward.backpressure");
+  REQUIRE(bp.size() == 1);
+  CHECK(bp[0].status == 429);
+  CHECK(bp[0].reason == "byte_rate");
+  CHECK(bp[0].attempt == 1);
+  CHECK(bp[0].wait == 5s);
+  CHECK(bp[0].wait_source == "retry_after");
+  CHECK(bp[0].retry_after == "5");
+  CHECK(bp[0].key == reqs[1].key);
+  CHECK(bp[0].partition == kPartition);
+  CHECK(bp[0].label == "fwdsink");
+  CHECK(h.sink->counters().status_429 == 1);
+  CHECK(h.sink->counters().waits == 1);
+}
+
+TEST_CASE("WithoutRetryAfterTheLadderIsWalkedAndCapped") {
+  ScriptedServer server;
+  for (int i = 0; i < 6; ++i) server.Then(429);
+  const auto path = WritePartition("ladder", 2);
+  fwdsink::ForwardOptions o;
+  o.backpressure.inline_budget = 1h;
+  Harness h(server.url(), o);
+  const auto r = h.Forward(path);
+  REQUIRE(r.outcome == Outcome::kDelivered);
+  CHECK(h.clock.sleeps() == std::vector<milliseconds>{30s, 60s, 120s, 300s, 300s, 300s});
+  CHECK(server.requests().size() == 7);
+  for (const auto& e : h.Named("forward.backpressure")) {
+    CHECK(e.wait_source == "ladder");
+    CHECK(e.reason == "http_429");  // no JSON body: the status stands in for the reason
+  }
+}
+
+TEST_CASE("UnusableRetryAfterWalksTheLadderAndNeverSpins") {
+  for (const char* raw : {"0", "-1", "1.5", "garbage", "Sun, 06 Nov 1994 08:49:37 GMT"}) {
+    CAPTURE(raw);
+    ScriptedServer server;
+    server.Then(503, RetryAfter(raw));
+    server.Then(503, RetryAfter(raw));
+    const auto path = WritePartition("zero", 1);
+    Harness h(server.url());
+    REQUIRE(h.Forward(path).outcome == Outcome::kDelivered);
+    CHECK(h.clock.sleeps() == std::vector<milliseconds>{30s, 60s});
+    CHECK(server.requests().size() == 3);  // counted: no hot loop
+    CHECK(h.sink->counters().status_503 == 2);
+  }
+}
+
+TEST_CASE("BudgetExhaustionRespoolsAtTheLastAcknowledgedChunk") {
+  ScriptedServer server;
+  server.Then(200);
+  server.Then(200);
+  for (int i = 0; i < 20; ++i) server.Then(429, RetryAfter("100"));
+  const auto path = WritePartition("budget", 20);
+  Harness h(server.url());  // budget 300 s: waits 100, 100, 100 fit; the 4th does not
+  const auto r = h.Forward(path);
+  CHECK(r.outcome == Outcome::kRespooled);
+  CHECK(r.respool_reason == fwdsink::RespoolReason::kBudgetExhausted);
+  CHECK(r.reason == "http_429");
+  REQUIRE(h.acks.size() == 2);
+  CHECK(r.resume_offset == h.acks[1].end);
+  CHECK(h.clock.sleeps() == std::vector<milliseconds>{100s, 100s, 100s});
+  CHECK(server.requests().size() == 2 + 4);
+  CHECK(h.Named("forward.give_up").size() == 1);
+  CHECK(h.sink->counters().budget_exhausted == 1);
+
+  SUBCASE("the next tick resumes at the cursor, never at row 0") {
+    ScriptedServer fresh;
+    Harness again(fresh.url());
+    const auto r2 = again.Forward(path, r.resume_offset);
+    CHECK(r2.outcome == Outcome::kDelivered);
+    const auto reqs = fresh.requests();
+    REQUIRE_FALSE(reqs.empty());
+    CHECK(reqs[0].key.rfind("p1:" + std::to_string(r.resume_offset) + "-", 0) == 0);
+    // The first re-sent chunk is the one that was throttled: same key as before.
+    CHECK(reqs[0].key == server.requests()[2].key);
+  }
+}
+
+TEST_CASE("AuthRefreshOnceThenAuthError") {
+  int calls = 0;
+  std::vector<bool> forced;
+  auto tokens = [&](bool force) -> std::optional<std::string> {
+    forced.push_back(force);
+    return "t" + std::to_string(++calls);
+  };
+  SUBCASE("one 401 refreshes the token and re-sends") {
+    ScriptedServer server;
+    server.Then(401, {}, R"({"details":{"reason":"token_expired"}})");
+    const auto path = WritePartition("auth1", 1);
+    Harness h(server.url(), {}, tokens);
+    CHECK(h.Forward(path).outcome == Outcome::kDelivered);
+    const auto reqs = server.requests();
+    REQUIRE(reqs.size() == 2);
+    CHECK(reqs[0].authorization == "Bearer t1");
+    CHECK(reqs[1].authorization == "Bearer t2");
+    CHECK(forced == std::vector<bool>{false, true});
+    CHECK(h.clock.sleeps().empty());
+    CHECK(h.Named("forward.auth_refresh").size() == 1);
+  }
+  SUBCASE("a second 401 is an auth error") {
+    ScriptedServer server;
+    server.Then(401);
+    server.Then(401, {}, R"({"details":{"reason":"bad_token"}})");
+    const auto path = WritePartition("auth2", 1);
+    Harness h(server.url(), {}, tokens);
+    const auto r = h.Forward(path);
+    CHECK(r.outcome == Outcome::kAuthError);
+    CHECK(r.reason == "bad_token");
+    CHECK(r.resume_offset == 0);
+    CHECK(server.requests().size() == 2);
+  }
+}
+
+TEST_CASE("TooLargeSplitsAtALineBoundaryAndASingleRowIsPoisoned") {
+  ScriptedServer server;
+  server.Then(413);  // the whole first chunk
+  const auto path = WritePartition("split", 6);
+  Harness h(server.url());
+  const auto r = h.Forward(path);
+  CHECK(r.outcome == Outcome::kDelivered);
+  const auto reqs = server.requests();
+  REQUIRE(reqs.size() >= 3);
+  // The two halves cover exactly the refused chunk, in order.
+  CHECK(reqs[1].body + reqs[2].body == reqs[0].body);
+  CHECK(h.sink->counters().splits == 1);
+  std::string all;
+  for (std::size_t i = 1; i < reqs.size(); ++i) all += reqs[i].body;
+  CHECK(all == ReadFile(path));
+
+  SUBCASE("a single row that still gets 413 is poisoned, with its range") {
+    ScriptedServer s2;
+    s2.Then(413, {}, R"({"details":{"reason":"max_body"}})");
+    const auto one = WritePartition("split1", 1);
+    Harness h2(s2.url());
+    const auto r2 = h2.Forward(one);
+    CHECK(r2.outcome == Outcome::kPoisoned);
+    CHECK(r2.poison_begin == 0);
+    CHECK(r2.poison_end == std::filesystem::file_size(one));
+    CHECK(r2.reason == "max_body");
+    CHECK(r2.resume_offset == 0);
+  }
+}
+
+TEST_CASE("MalformedRowIsIsolatedByBisectionAndPoisonedAlone") {
+  ScriptedServer server;
+  // First chunk has 3 rows; the server refuses it, then refuses the half with the bad row.
+  server.Then(400, {}, R"({"error":"malformed row","details":{"reason":"bad_row","line":2}})");
+  server.Then(200);  // first half (1 row)
+  server.Then(400, {}, R"({"details":{"reason":"bad_row","line":1}})");  // second half (2 rows)
+  server.Then(400, {}, R"({"details":{"reason":"bad_row","line":1}})");  // its first row
+  const auto path = WritePartition("poison", 6);
+  Harness h(server.url());
+  const auto r = h.Forward(path);
+  REQUIRE(r.outcome == Outcome::kPoisoned);
+  CHECK(r.status == 400);
+  CHECK(r.reason == "bad_row");
+  CHECK(r.poison_rows == 1);
+  CHECK(r.resume_offset == r.poison_begin);
+  CHECK(r.poison_end > r.poison_begin);
+  CHECK(h.Named("forward.poison").size() == 1);
+  SUBCASE("the rest of the partition goes on after the poisoned row") {
+    const auto r2 = h.Forward(path, r.poison_end);
+    CHECK(r2.outcome == Outcome::kDelivered);
+  }
+}
+
+TEST_CASE("TransportErrorsWalkTheLadderThenRespool") {
+  // Nothing listens on this port once the server is stopped.
+  int port = 0;
+  {
+    ScriptedServer s;
+    port = s.port();
+  }
+  const auto path = WritePartition("down", 2);
+  fwdsink::ForwardOptions o;
+  o.backpressure = {.ladder = {1s, 2s}, .max_wait = 10s, .inline_budget = 5s};
+  Harness h("http://127.0.0.1:" + std::to_string(port) + "/x", o);
+  const auto r = h.Forward(path);
+  CHECK(r.outcome == Outcome::kRespooled);
+  CHECK(r.respool_reason == fwdsink::RespoolReason::kTransportError);
+  CHECK(r.reason == "transport_connect");
+  // t=0 fail, wait 1 -> t=1 fail, wait 2 -> t=3 fail, wait 2 (last rung repeats) -> t=5
+  // lands exactly on the budget; t=5 fail: 5+2 > 5, give up.
+  CHECK(h.clock.sleeps() == std::vector<milliseconds>{1s, 2s, 2s});
+  CHECK(h.sink->counters().transport_errors == 4);
+}
+
+TEST_CASE("OtherServerErrorsUseTheLadderAndUnexpectedClientErrorsRespoolAtOnce") {
+  SUBCASE("500 retries on the ladder") {
+    ScriptedServer server;
+    server.Then(500);
+    const auto path = WritePartition("s500", 1);
+    Harness h(server.url());
+    CHECK(h.Forward(path).outcome == Outcome::kDelivered);
+    CHECK(h.clock.sleeps() == std::vector<milliseconds>{30s});
+  }
+  SUBCASE("404 is not retried inline") {
+    ScriptedServer server;
+    server.Then(404);
+    const auto path = WritePartition("s404", 1);
+    Harness h(server.url());
+    const auto r = h.Forward(path);
+    CHECK(r.outcome == Outcome::kRespooled);
+    CHECK(r.respool_reason == fwdsink::RespoolReason::kClientError);
+    CHECK(h.clock.sleeps().empty());
+    CHECK(server.requests().size() == 1);
+  }
+}
+
+TEST_CASE("SharedGateHoldsEverySenderUntilTheRetryAfter") {
+  ScriptedServer server;
+  server.Then(429, RetryAfter("10"), R"({"details":{"reason":"byte_rate"}})");
+  const auto path = WritePartition("gate", 1);
+  auto gate = std::make_shared<fwdsink::EndpointGate>();
+  Harness a(server.url(), {}, {}, gate);
+  REQUIRE(a.Forward(path).outcome == Outcome::kDelivered);
+  CHECK(gate->holds() == 1);
+
+  SUBCASE("another sender on the same gate waits for the hold before its first request") {
+    // Both fake clocks start at the same instant, so a's hold (a's start + 10 s) is
+    // 10 s away on b's clock too.
+    Harness b(server.url(), {}, {}, gate);
+    const auto before = server.requests().size();
+    REQUIRE(b.Forward(path).outcome == Outcome::kDelivered);
+    CHECK(b.clock.sleeps() == std::vector<milliseconds>{10s});
+    CHECK(server.requests().size() == before + 1);  // waited, then one request
+    REQUIRE(b.Named("forward.gate_wait").size() == 1);
+    CHECK(b.Named("forward.gate_wait")[0].reason == "byte_rate");
+  }
+  SUBCASE("twin: a sender with its own gate does not wait") {
+    Harness c(server.url());
+    REQUIRE(c.Forward(path).outcome == Outcome::kDelivered);
+    CHECK(c.clock.sleeps().empty());
+  }
+}
+
+TEST_CASE("CursorThatCannotBeSavedStopsTheSink") {
+  ScriptedServer server;
+  const auto path = WritePartition("nosave", 10);
+  Harness h(server.url());
+  const auto r = h.sink->ForwardPartition("p1", path, 0, [](const fwdsink::AckedChunk&) {
+    return false;
+  });
+  CHECK(r.outcome == Outcome::kRespooled);
+  CHECK(r.respool_reason == fwdsink::RespoolReason::kCursorNotSaved);
+  CHECK(server.requests().size() == 1);  // did not run ahead of the disk
+}
+
+TEST_CASE("TornPartitionIsAClearErrorAndNothingIsSent") {
+  ScriptedServer server;
+  const auto path = TempDir("torn") / "p1.ndjson";
+  {
+    std::ofstream out(path, std::ios::binary);
+    out << "{\"a\":1}\n{\"a\":2";  // no final newline
+  }
+  Harness h(server.url());
+  const auto r = h.Forward(path);
+  CHECK(r.outcome == Outcome::kPartitionError);
+  CHECK(r.reason == "unterminated_line");
+  CHECK(r.message.find("8") != std::string::npos);  // names the offset of the torn line
+  CHECK(r.resume_offset == 8);                      // the whole line before it went
+}
+
+TEST_CASE("ZstdBodiesDecodeToTheChunkAndAreIdenticalOnResend") {
+  ScriptedServer server;
+  server.Then(503, RetryAfter("1"));
+  const auto path = WritePartition("zstd", 3);
+  fwdsink::ForwardOptions o;
+  o.compression = fwdsink::Compression::kZstd;
+  fwdsink::ForwardDeps deps;
+  fwdsink::FakeClock clock;
+  deps.time = &clock;
+  deps.sleeper = &clock;
+  o.url = server.url();
+  o.chunker.chunk_bytes = 1 << 20;
+  fwdsink::ConfigError err;
+  auto sink = fwdsink::ForwardSink::Create(o, deps, &err);
+  REQUIRE(sink);
+  REQUIRE(sink->ForwardPartition("p1", path, 0, {}).outcome == Outcome::kDelivered);
+  const auto reqs = server.requests();
+  REQUIRE(reqs.size() == 2);
+  CHECK(reqs[0].encoding == "zstd");
+  CHECK(reqs[0].body == reqs[1].body);
+  std::string decoded;
+  REQUIRE(fwdsink::DecodeZstd(reqs[0].body, decoded, 1 << 20));
+  CHECK(decoded == ReadFile(path));
+}
+
+TEST_CASE("CloseMakesEveryLaterCallAbortWithTheCursorKept") {
+  ScriptedServer server;
+  const auto path = WritePartition("closed", 3);
+  Harness h(server.url());
+  h.sink->Close();
+  h.sink->Close();  // idempotent
+  const auto r = h.Forward(path, 0);
+  CHECK(r.outcome == Outcome::kAborted);
+  CHECK(r.resume_offset == 0);
+  CHECK(server.requests().empty());
+}
+
+TEST_CASE("ValidateNamesTheField") {
+  auto field = [](fwdsink::ForwardOptions o) {
+    if (o.url.empty()) o.url = "http://127.0.0.1:1/x";
+    const auto e = fwdsink::Validate(o);
+    return e ? e->field : std::string("<valid>");
+  };
+  CHECK(field({}) == "<valid>");
+  CHECK(field({.url = "ftp://x/"}) == "url");
+  CHECK(field({.url = "http://:80/"}) == "url");
+  CHECK(field({.url = "http://h:99999/"}) == "url");
+  fwdsink::ForwardOptions o;
+  o.idempotency_header = "Bad Header";
+  CHECK(field(o) == "idempotency_header");
+  o = {};
+  o.idempotency_header = "X-Hyp-Batch-Id";
+  CHECK(field(o) == "<valid>");
+  o = {};
+  o.backpressure.ladder = {};
+  CHECK(field(o) == "backpressure.ladder");
+  o = {};
+  o.chunker.chunk_bytes = 0;
+  CHECK(field(o) == "chunker");
+  o = {};
+  o.zstd_level = 99;
+  CHECK(field(o) == "zstd_level");
+}
+
+TEST_CASE("ExtractReasonFindsTheLimiterEvenInATruncatedBody") {
+  CHECK(fwdsink::ExtractReason(R"({"error":"x","details":{"reason":"byte_rate"}})") ==
+        "byte_rate");
+  CHECK(fwdsink::ExtractReason(R"({"data":{"reason":"concurrency"}})") == "concurrency");
+  CHECK(fwdsink::ExtractReason(R"({"details":{"reason":"req_rate"},"pad":"xxxxxxxx)") ==
+        "req_rate");
+  CHECK(fwdsink::ExtractReason("<html>busy</html>").empty());
+  CHECK(fwdsink::ExtractReason("").empty());
+}
