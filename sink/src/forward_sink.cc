@@ -365,7 +365,7 @@ class ForwardSink::Run {
           kind = FailureKind::kBackpressure;
           if (tr.response.retry_after) {
             retry_after_raw = *tr.response.retry_after;
-            retry_after = std::nullopt; (void)ParseRetryAfter(retry_after_raw, time_.SystemNow());  // ITEST-BREAK
+            retry_after = ParseRetryAfter(retry_after_raw, time_.SystemNow());
           }
         } else if (status >= 500) {
           k.other_5xx.fetch_add(1, std::memory_order_relaxed);

@@ -151,6 +151,9 @@ class HttplibTransport final : public HttpTransport {
         const long v = client_.get_openssl_verify_result();
         if (v != X509_V_OK) {
           out.message += std::string(": ") + X509_verify_cert_error_string(v);
+        } else if (err == httplib::Error::SSLServerVerification) {
+          // The chain verified, so cpp-httplib's own host check refused the name.
+          out.message += ": certificate does not match host '" + ep_.host + "'";
         }
         break;
       }
