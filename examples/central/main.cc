@@ -1,0 +1,155 @@
+// fwdsink-central: the reference ingest receiver. See LLP/0011-reference-receiver.md and
+// `fwdsink-central --help`.
+//
+// Threads: main parses options, binds, then waits for SIGINT/SIGTERM with sigwait();
+// httplib's listener thread and its worker pool serve requests through one Receiver.
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <httplib.h>
+
+#include "options.h"
+#include "receiver.h"
+
+namespace {
+
+constexpr int kExitUsage = 64;  // EX_USAGE: bad command line
+constexpr int kExitFailure = 1;
+// How long a clean shutdown may wait for httplib's workers. An idle keep-alive
+// connection can hold a worker for httplib's keep-alive timeout (5 s), so past this the
+// process flushes and exits without joining. @ref LLP 0011#shutdown
+constexpr auto kShutdownGrace = std::chrono::milliseconds(300);
+
+// Writes the port to path atomically (temp file, then rename), so a poller never reads
+// a half-written number.
+bool WritePortFile(const std::filesystem::path& path, int port) {
+  const auto tmp = path.string() + ".tmp." + std::to_string(::getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << port << "\n";
+    if (!out.flush()) return false;
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, path, ec);
+  return !ec;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const central::ParseResult parsed =
+      central::ParseOptions(std::vector<std::string>(argv + 1, argv + argc));
+  if (!parsed.options) {
+    std::cerr << "fwdsink-central: " << parsed.error << "\n";
+    return kExitUsage;
+  }
+  const central::Options& options = *parsed.options;
+  if (options.help) {
+    std::cout << central::Usage();
+    return 0;
+  }
+
+  // Block the stop signals in every thread (the mask is inherited by the threads started
+  // below) and take them synchronously with sigwait(); no async-signal-safety puzzles.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not kill the server
+
+  std::string error;
+  std::unique_ptr<central::Receiver> receiver = central::Receiver::Create(options, &error);
+  if (!receiver) {
+    std::cerr << "fwdsink-central: " << error << "\n";
+    return kExitFailure;
+  }
+
+  std::unique_ptr<httplib::Server> server;
+  if (options.tls_cert) {
+    server = std::make_unique<httplib::SSLServer>(options.tls_cert->c_str(),
+                                                  options.tls_key->c_str());
+  } else {
+    server = std::make_unique<httplib::Server>();
+  }
+  if (!server->is_valid()) {
+    std::cerr << "fwdsink-central: --tls-cert/--tls-key: cannot load certificate or key\n";
+    return kExitUsage;
+  }
+  // httplib refuses (and drains) a body whose Content-Length is past this; the handler
+  // turns that into our JSON 413.
+  server->set_payload_max_length(static_cast<std::size_t>(options.max_body));
+  receiver->Register(*server);
+
+  int port = options.port;
+  if (port == 0) {
+    port = server->bind_to_any_port(options.host);
+  } else if (!server->bind_to_port(options.host, port)) {
+    port = -1;
+  }
+  if (port <= 0) {
+    std::cerr << "fwdsink-central: --listen: cannot bind " << options.host << ":"
+              << options.port << "\n";
+    return kExitFailure;
+  }
+  std::cout << "listening on " << options.host << ":" << port << std::endl;
+  if (options.port_file && !WritePortFile(*options.port_file, port)) {
+    std::cerr << "fwdsink-central: --port-file: cannot write " << *options.port_file << "\n";
+    return kExitFailure;
+  }
+
+  std::mutex done_mu;
+  std::condition_variable done_cv;
+  bool done = false;       // guarded by done_mu
+  bool stopping = false;   // guarded by done_mu
+  std::thread listener([&] {
+    server->listen_after_bind();
+    bool unexpected = false;
+    {
+      std::lock_guard lock(done_mu);
+      done = true;
+      unexpected = !stopping;
+    }
+    done_cv.notify_all();
+    // The listener died on its own: wake main's sigwait() so the process ends.
+    if (unexpected) ::kill(::getpid(), SIGTERM);
+  });
+
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  {
+    std::lock_guard lock(done_mu);
+    stopping = !done;
+  }
+  receiver->BeginShutdown();
+  server->stop();
+
+  bool joined = false;
+  {
+    std::unique_lock lock(done_mu);
+    joined = done_cv.wait_for(lock, kShutdownGrace, [&] { return done; });
+  }
+  if (!joined) {
+    // Workers are stuck on idle keep-alive sockets; every accepted chunk is already
+    // flushed, so exit without waiting for them.
+    receiver->FlushAndLockForExit();
+    std::cout.flush();
+    std::_Exit(0);
+  }
+  listener.join();
+  return 0;
+}

@@ -1,0 +1,472 @@
+#include "receiver.h"
+
+#include <zstd.h>
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <iterator>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <string_view>
+#include <system_error>
+
+namespace central {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using nlohmann::json;
+
+constexpr std::string_view kNdjson = "application/x-ndjson";
+constexpr std::size_t kDecodeBuffer = 64 * 1024;
+constexpr std::uint64_t kFnvOffset = 0xcbf29ce484222325ull;
+constexpr std::uint64_t kFnvPrime = 0x100000001b3ull;
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  std::transform(out.begin(), out.end(), out.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return out;
+}
+
+std::string_view Trim(std::string_view s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front()))) s.remove_prefix(1);
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.remove_suffix(1);
+  return s;
+}
+
+std::string Fnv1aHex(std::string_view bytes) {
+  std::uint64_t h = kFnvOffset;
+  for (unsigned char c : bytes) {
+    h ^= c;
+    h *= kFnvPrime;
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  return buf;
+}
+
+enum class DecodeError { kNone, kTooLarge, kBadEncoding };
+
+// Inflates a zstd body (one or more frames) and stops as soon as the output passes
+// max_out, so a tiny body that would inflate to gigabytes costs at most max_out bytes.
+// @ref LLP 0011#bounded-decoding
+DecodeError ZstdDecode(std::string_view wire, std::uint64_t max_out, std::string* out) {
+  if (wire.empty()) return DecodeError::kNone;
+  std::unique_ptr<ZSTD_DCtx, decltype(&ZSTD_freeDCtx)> dctx(ZSTD_createDCtx(), ZSTD_freeDCtx);
+  if (!dctx) return DecodeError::kBadEncoding;
+  std::string buf(kDecodeBuffer, '\0');
+  ZSTD_inBuffer in{wire.data(), wire.size(), 0};
+  std::size_t last = 0;
+  while (true) {
+    ZSTD_outBuffer o{buf.data(), buf.size(), 0};
+    last = ZSTD_decompressStream(dctx.get(), &o, &in);
+    if (ZSTD_isError(last)) return DecodeError::kBadEncoding;
+    if (out->size() + o.pos > max_out) return DecodeError::kTooLarge;
+    out->append(buf.data(), o.pos);
+    // Done when all input is consumed and the decoder did not fill the buffer (no
+    // more output pending).
+    if (in.pos == in.size && o.pos < o.size) break;
+  }
+  // A non-zero hint means the last frame is incomplete: a truncated body.
+  return last == 0 ? DecodeError::kNone : DecodeError::kBadEncoding;
+}
+
+// Checks that body is whole lines, each a JSON object. Returns the row count, or sets
+// *bad_line (1-based) / *unterminated.
+std::optional<std::uint64_t> ValidateRows(std::string_view body, std::uint64_t* bad_line,
+                                          bool* unterminated) {
+  std::uint64_t rows = 0;
+  while (!body.empty()) {
+    auto nl = body.find('\n');
+    if (nl == std::string_view::npos) {
+      *unterminated = true;
+      return std::nullopt;
+    }
+    std::string_view line = body.substr(0, nl);
+    body.remove_prefix(nl + 1);
+    ++rows;
+    std::string_view trimmed = Trim(line);
+    // accept() alone would take `1` or `"x"`; rows must be objects.
+    if (trimmed.empty() || trimmed.front() != '{' || !json::accept(line)) {
+      *bad_line = rows;
+      return std::nullopt;
+    }
+  }
+  return rows;
+}
+
+// Error statuses that tell the client to back off and retry in place.
+bool IsBackpressure(int status) { return status == 429 || status == 503; }
+
+Decision MakeDecision(int status, std::string reason, std::string body) {
+  Decision d;
+  d.status = status;
+  d.reason = std::move(reason);
+  d.body = std::move(body);
+  return d;
+}
+
+// A key already stored: success for the client, nothing stored or charged.
+Decision Duplicate() { return MakeDecision(200, "duplicate", R"({"status":"duplicate"})"); }
+
+}  // namespace
+
+std::unique_ptr<Receiver> Receiver::Create(const Options& options, std::string* error) {
+  std::unique_ptr<Receiver> r(new Receiver(options));
+  std::error_code ec;
+  std::filesystem::create_directories(options.out_dir, ec);
+  if (ec) {
+    *error = "--out: cannot create " + options.out_dir.string() + ": " + ec.message();
+    return nullptr;
+  }
+  // A restarted receiver still dedupes: it reloads every key it ever accepted.
+  // @ref LLP 0011#dedupe
+  const auto keys_path = options.out_dir / "keys.log";
+  {
+    std::ifstream in(keys_path);
+    for (std::string line; std::getline(in, line);) {
+      if (!line.empty()) r->keys_seen_.insert(line);
+    }
+  }
+  auto open = [&](const std::filesystem::path& p, const char* flag) -> std::FILE* {
+    std::FILE* f = std::fopen(p.c_str(), "ab");
+    if (f == nullptr && error->empty()) {
+      *error = std::string(flag) + ": cannot open " + p.string() + ": " + std::strerror(errno);
+    }
+    return f;
+  };
+  r->received_ = open(options.out_dir / "received.ndjson", "--out");
+  r->keys_ = open(keys_path, "--out");
+  if (options.request_log) r->request_log_ = open(*options.request_log, "--request-log");
+  if (!error->empty()) return nullptr;
+  return r;
+}
+
+Receiver::Receiver(const Options& options)
+    : options_(options),
+      start_(Clock::now()),
+      tokens_(static_cast<double>(options.burst_bytes.value_or(0))),
+      tokens_at_(start_) {}
+
+Receiver::~Receiver() {
+  for (std::FILE* f : {received_, keys_, request_log_}) {
+    if (f != nullptr) std::fclose(f);
+  }
+}
+
+void Receiver::Register(httplib::Server& server) {
+  server.Post(".*", [this](const httplib::Request& req, httplib::Response& res,
+                           const httplib::ContentReader& reader) {
+    HandlePost(req, res, reader);
+  });
+  server.Get("/stats", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(StatsJson(), "application/json");
+  });
+  server.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("ok", "text/plain");
+  });
+}
+
+void Receiver::BeginShutdown() {
+  {
+    std::lock_guard lock(stop_mu_);
+    stopping_ = true;
+  }
+  stop_cv_.notify_all();
+}
+
+void Receiver::FlushAndLockForExit() {
+  mu_.lock();  // never unlocked: the process exits next
+  for (std::FILE* f : {received_, keys_, request_log_}) {
+    if (f != nullptr) std::fflush(f);
+  }
+}
+
+void Receiver::HandlePost(const httplib::Request& req, httplib::Response& res,
+                          const httplib::ContentReader& reader) {
+  std::uint64_t post_number = 0;
+  {
+    std::lock_guard lock(mu_);
+    post_number = ++post_count_;
+    ++stats_.requests;
+  }
+
+  // Always read the body, even for a request about to be refused, so the keep-alive
+  // connection stays usable. httplib itself skips (reads and drops) a body whose
+  // Content-Length is past the payload limit we configured (= --max-body).
+  std::string wire;
+  bool wire_too_large = false;
+  const bool read_ok = reader([&](const char* data, std::size_t n) {
+    if (wire.size() + n > options_.max_body) {
+      wire_too_large = true;  // chunked upload past the limit
+      return false;
+    }
+    wire.append(data, n);
+    return true;
+  });
+  if (req.has_header("Content-Length") &&
+      req.get_header_value<std::uint64_t>("Content-Length") > options_.max_body) {
+    wire_too_large = true;
+  }
+
+  if (options_.header_delay && DelayApplies(post_number)) {
+    // Interruptible so that SIGTERM ends a "hung" server at once. @ref LLP 0011#shutdown
+    std::unique_lock lock(stop_mu_);
+    stop_cv_.wait_for(lock, *options_.header_delay, [this] { return stopping_; });
+  }
+
+  const std::string key = req.get_header_value(options_.key_header);
+  std::string encoding = Lower(Trim(req.get_header_value("Content-Encoding")));
+  if (encoding.empty()) encoding = "identity";
+  Decision d = Decide(req, post_number, wire, read_ok, wire_too_large);
+  Apply(req, res, std::move(d), key, wire, encoding);
+}
+
+Decision Receiver::Decide(const httplib::Request& req, std::uint64_t post_number,
+                          const std::string& wire, bool read_ok, bool wire_too_large) {
+  // Order: @ref LLP 0011#decision-order
+  {
+    std::lock_guard lock(stop_mu_);
+    if (stopping_) {
+      Decision d = Refuse(503, "shutting down", "shutting_down", false);
+      d.retry_after = "1";
+      return d;
+    }
+  }
+  if (IsInjected(post_number)) {
+    const int status = *options_.fail_status;
+    Decision d = Refuse(status, "injected", options_.fail_reason, true);
+    if (IsBackpressure(status)) d.retry_after = "1";
+    return d;
+  }
+  if (auto refused = CheckAuth(req)) return *refused;
+
+  const std::string media = Lower(Trim(req.get_header_value("Content-Type").substr(
+      0, req.get_header_value("Content-Type").find(';'))));
+  if (media != kNdjson) {
+    return Refuse(415, "unsupported media type", "unsupported_media_type", false);
+  }
+  const std::string encoding = Lower(Trim(req.get_header_value("Content-Encoding")));
+  const bool zstd = encoding == "zstd";
+  if (!zstd && !encoding.empty() && encoding != "identity") {
+    return Refuse(415, "unsupported content encoding", "unsupported_encoding", false);
+  }
+  if (wire_too_large) {
+    return Refuse(413, "payload too large", "max_body", false);
+  }
+  if (!read_ok) {
+    return Refuse(400, "bad request", "incomplete_body", false);
+  }
+
+  const std::string key = req.get_header_value(options_.key_header);
+  if (!key.empty()) {
+    std::lock_guard lock(mu_);
+    if (keys_seen_.contains(key)) return Duplicate();
+  }
+
+  // Decode and validate outside the lock: the expensive part runs in parallel.
+  std::string decoded;
+  if (zstd) {
+    switch (ZstdDecode(wire, options_.max_body, &decoded)) {
+      case DecodeError::kNone:
+        break;
+      case DecodeError::kTooLarge:
+        return Refuse(413, "payload too large", "max_body", false);
+      case DecodeError::kBadEncoding:
+        return Refuse(400, "bad encoding", "bad_encoding", false);
+    }
+  } else {
+    decoded = wire;
+  }
+  std::uint64_t bad_line = 0;
+  bool unterminated = false;
+  auto rows = ValidateRows(decoded, &bad_line, &unterminated);
+  if (!rows) {
+    if (unterminated) {
+      return Refuse(400, "malformed row", "unterminated_line", false);
+    }
+    json body = {{"error", "malformed row"},
+                 {"details", {{"reason", "bad_row"}, {"line", bad_line}}}};
+    return MakeDecision(400, "bad_row", body.dump());
+  }
+  return Admit(key, wire, decoded, *rows);
+}
+
+std::optional<Decision> Receiver::CheckAuth(const httplib::Request& req) {
+  if (!options_.token && !options_.token_file) return std::nullopt;
+  auto refuse = [this](const char* reason) {
+    return Refuse(401, "unauthorized", reason, false);
+  };
+  const std::string header = req.get_header_value("Authorization");
+  if (header.empty()) return refuse("missing_token");
+  constexpr std::string_view kBearer = "bearer ";
+  if (header.size() <= kBearer.size() || Lower(header.substr(0, kBearer.size())) != kBearer) {
+    return refuse("bad_token");
+  }
+  const std::string presented(Trim(std::string_view(header).substr(kBearer.size())));
+
+  // The token file is re-read per request so that a test can rotate the token.
+  std::string current;
+  if (options_.token) {
+    current = *options_.token;
+  } else {
+    std::ifstream in(*options_.token_file);
+    current.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    current = std::string(Trim(current));
+  }
+
+  // @ref LLP 0011#token-expiry
+  std::lock_guard lock(mu_);
+  const auto now = Clock::now();
+  if (!current.empty() && presented == current) {
+    const auto first = token_first_seen_.try_emplace(presented, now).first->second;
+    if (options_.token_ttl && now - first >= *options_.token_ttl) return refuse("token_expired");
+    return std::nullopt;
+  }
+  // A token that used to be current has been rotated away: it expired, it is not bad.
+  if (token_first_seen_.contains(presented)) return refuse("token_expired");
+  return refuse("bad_token");
+}
+
+// @ref LLP 0011#fault-injection
+bool Receiver::IsInjected(std::uint64_t n) const {
+  if (!options_.fail_status) return false;
+  if (options_.fail_every && n % *options_.fail_every == 0) return true;
+  if (options_.fail_first && n <= *options_.fail_first) return true;
+  if (options_.fail_for && Clock::now() - start_ < *options_.fail_for) return true;
+  return false;
+}
+
+bool Receiver::DelayApplies(std::uint64_t n) const {
+  return !options_.header_delay_every || n % *options_.header_delay_every == 0;
+}
+
+Decision Receiver::Admit(const std::string& key, const std::string& wire,
+                         const std::string& decoded, std::uint64_t rows) {
+  std::lock_guard lock(mu_);
+  // Re-check: a concurrent request with the same key may have been stored meanwhile.
+  if (!key.empty() && keys_seen_.contains(key)) {
+    return Duplicate();
+  }
+  if (options_.rate_bytes_per_sec) {
+    // @ref LLP 0011#token-bucket
+    const double rate = static_cast<double>(*options_.rate_bytes_per_sec);
+    const double burst = static_cast<double>(*options_.burst_bytes);
+    const auto now = Clock::now();
+    const double elapsed = std::chrono::duration<double>(now - tokens_at_).count();
+    tokens_ = std::min(burst, tokens_ + rate * std::max(0.0, elapsed));
+    tokens_at_ = now;
+    const double size = static_cast<double>(wire.size());
+    const double need = std::min(size, burst);
+    if (tokens_ < need) {
+      const double wait = std::ceil((need - tokens_) / rate);
+      const auto seconds = static_cast<long long>(std::max(1.0, wait));
+      Decision d = Refuse(429, "rate limited", "byte_rate", true);
+      d.retry_after = std::to_string(seconds);
+      return d;
+    }
+    tokens_ -= size;
+  }
+  // Rows first, key second: a crash in between re-stores on re-send rather than losing.
+  bool ok = std::fwrite(decoded.data(), 1, decoded.size(), received_) == decoded.size() &&
+            std::fflush(received_) == 0;
+  if (ok && !key.empty()) {
+    ok = std::fprintf(keys_, "%s\n", key.c_str()) > 0 && std::fflush(keys_) == 0;
+    if (ok) keys_seen_.insert(key);
+  }
+  if (!ok) {
+    std::cerr << "fwdsink-central: write failed: " << std::strerror(errno) << std::endl;
+    return Refuse(500, "storage error", "storage_error", false);
+  }
+  stats_.accepted_rows += rows;
+  stats_.bytes += wire.size();
+  stats_.decoded_bytes += decoded.size();
+  json body = {{"status", "accepted"}, {"rows", rows}};
+  Decision d = MakeDecision(200, "accepted", body.dump());
+  d.rows = rows;
+  return d;
+}
+
+void Receiver::Apply(const httplib::Request& req, httplib::Response& res, Decision d,
+                     const std::string& key, const std::string& wire,
+                     const std::string& encoding) {
+  res.status = d.status;
+  if (IsBackpressure(d.status) && !options_.no_retry_after) {
+    auto value = options_.retry_after_raw ? options_.retry_after_raw : d.retry_after;
+    if (value) res.set_header("Retry-After", *value);
+  }
+  res.set_content(d.body, "application/json");
+
+  std::lock_guard lock(mu_);
+  if (d.reason == "accepted") ++stats_.accepted_chunks;
+  else if (d.reason == "duplicate") ++stats_.duplicate_chunks;
+  else if (d.reason == "byte_rate") ++stats_.throttled;
+  else if (d.reason == "shutting_down") ++stats_.shutting_down;
+  else if (d.reason == "storage_error") ++stats_.storage_errors;
+  else if (d.status == 401) ++stats_.unauthorized;
+  else if (d.status == 413) ++stats_.too_large;
+  else if (d.status == 415) ++stats_.unsupported;
+  else if (d.status == 400) ++stats_.bad_request;
+  else ++stats_.injected;  // the only remaining source of a decision
+
+  if (request_log_ != nullptr) {  // @ref LLP 0011#request-log
+    const auto t_ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start_).count();
+    json line = {{"t_ms", t_ms},
+                 {"path", req.path},
+                 {"key", key},
+                 {"status", d.status},
+                 {"body_bytes", wire.size()},
+                 {"body_fnv1a", Fnv1aHex(wire)},
+                 {"encoding", encoding},
+                 {"reason", d.reason}};
+    const std::string text = line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
+    std::fwrite(text.data(), 1, text.size(), request_log_);
+    std::fflush(request_log_);
+  }
+}
+
+Decision Receiver::Refuse(int status, const std::string& error, const std::string& reason,
+                          bool padded) const {
+  return MakeDecision(status, reason, ErrorBody(error, reason, padded));
+}
+
+std::string Receiver::ErrorBody(const std::string& error, const std::string& reason,
+                                bool padded) const {
+  json body = {{"error", error}, {"details", {{"reason", reason}}}};
+  std::string text = body.dump();
+  // Pad inside a "pad" field so the body stays valid JSON: tests check that the client
+  // drains a big error body. `,"pad":""` adds 9 bytes before any filler.
+  constexpr std::size_t kPadOverhead = 9;
+  if (padded && options_.error_body_bytes > text.size() + kPadOverhead) {
+    body["pad"] = std::string(options_.error_body_bytes - text.size() - kPadOverhead, 'x');
+    text = body.dump();
+  }
+  return text;
+}
+
+std::string Receiver::StatsJson() {
+  std::lock_guard lock(mu_);
+  json j = {{"requests", stats_.requests},
+            {"accepted_chunks", stats_.accepted_chunks},
+            {"duplicate_chunks", stats_.duplicate_chunks},
+            {"accepted_rows", stats_.accepted_rows},
+            {"throttled", stats_.throttled},
+            {"injected", stats_.injected},
+            {"unauthorized", stats_.unauthorized},
+            {"too_large", stats_.too_large},
+            {"bad_request", stats_.bad_request},
+            {"unsupported", stats_.unsupported},
+            {"shutting_down", stats_.shutting_down},
+            {"storage_errors", stats_.storage_errors},
+            {"bytes", stats_.bytes},
+            {"decoded_bytes", stats_.decoded_bytes},
+            {"known_keys", keys_seen_.size()}};
+  return j.dump();
+}
+
+}  // namespace central
