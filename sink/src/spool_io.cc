@@ -1,0 +1,236 @@
+#include "spool_io.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <utility>
+
+namespace fwdsink::spool_io {
+namespace fs = std::filesystem;
+
+namespace {
+
+// Built at compile time: no dependency on zlib just for 20 lines of table code.
+// @ref LLP 0020#cursor-format
+constexpr std::array<std::uint32_t, 256> MakeCrcTable() {
+  std::array<std::uint32_t, 256> table{};
+  for (std::uint32_t i = 0; i < 256; ++i) {
+    std::uint32_t c = i;
+    for (int k = 0; k < 8; ++k) c = (c & 1u) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
+    table[i] = c;
+  }
+  return table;
+}
+constexpr std::array<std::uint32_t, 256> kCrcTable = MakeCrcTable();
+
+int CloseRetryFree(int fd) {
+  // Linux closes the descriptor even when close() reports EINTR: never retry.
+  return ::close(fd);
+}
+
+}  // namespace
+
+SpoolStatus IoError(std::string_view what, const fs::path& path, int err) {
+  std::string msg(what);
+  msg += " ";
+  msg += path.string();
+  msg += ": ";
+  msg += std::strerror(err);
+  return SpoolStatus{SpoolErrc::kIo, std::move(msg)};
+}
+
+SpoolStatus IoError(std::string_view what, const fs::path& path, const std::error_code& ec) {
+  std::string msg(what);
+  msg += " ";
+  msg += path.string();
+  msg += ": ";
+  msg += ec.message();
+  return SpoolStatus{SpoolErrc::kIo, std::move(msg)};
+}
+
+SpoolStatus FsyncDir(const fs::path& dir) {
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return IoError("cannot open folder", dir, errno);
+  const int rc = ::fsync(fd);
+  const int err = errno;
+  CloseRetryFree(fd);
+  if (rc != 0) return IoError("cannot fsync folder", dir, err);
+  return {};
+}
+
+TempFile::TempFile(TempFile&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)), temp_(std::move(other.temp_)) {}
+
+TempFile& TempFile::operator=(TempFile&& other) noexcept {
+  if (this != &other) {
+    Abandon();
+    fd_ = std::exchange(other.fd_, -1);
+    temp_ = std::move(other.temp_);
+  }
+  return *this;
+}
+
+TempFile::~TempFile() { Abandon(); }
+
+SpoolStatus TempFile::Create(fs::path temp_path) {
+  Abandon();
+  const int fd = ::open(temp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) return IoError("cannot create", temp_path, errno);
+  fd_ = fd;
+  temp_ = std::move(temp_path);
+  return {};
+}
+
+SpoolStatus TempFile::Write(std::string_view data) {
+  if (fd_ < 0) return SpoolStatus{SpoolErrc::kIo, "write to a closed temp file"};
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd_, data.data(), data.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return IoError("cannot write", temp_, errno);
+    }
+    data.remove_prefix(static_cast<std::size_t>(n));
+  }
+  return {};
+}
+
+SpoolStatus TempFile::Commit(const fs::path& final_path) {
+  if (fd_ < 0) return SpoolStatus{SpoolErrc::kIo, "commit of a closed temp file"};
+  // Data first, then the name: after a crash the final name holds either the old
+  // content or the complete new one, never a torn file. @ref LLP 0020#atomic-writes
+  if (::fsync(fd_) != 0) {
+    SpoolStatus st = IoError("cannot fsync", temp_, errno);
+    Abandon();
+    return st;
+  }
+  const int fd = std::exchange(fd_, -1);
+  if (CloseRetryFree(fd) != 0) {
+    SpoolStatus st = IoError("cannot close", temp_, errno);
+    ::unlink(temp_.c_str());
+    return st;
+  }
+  if (::rename(temp_.c_str(), final_path.c_str()) != 0) {
+    SpoolStatus st = IoError("cannot rename " + temp_.string() + " to", final_path, errno);
+    ::unlink(temp_.c_str());
+    return st;
+  }
+  const fs::path from_dir = temp_.parent_path();
+  const fs::path to_dir = final_path.parent_path();
+  temp_.clear();
+  if (SpoolStatus st = FsyncDir(to_dir); !st) return st;
+  if (from_dir != to_dir) return FsyncDir(from_dir);
+  return {};
+}
+
+void TempFile::Abandon() noexcept {
+  if (fd_ >= 0) {
+    CloseRetryFree(std::exchange(fd_, -1));
+    ::unlink(temp_.c_str());
+  }
+  temp_.clear();
+}
+
+SpoolStatus WriteFileAtomic(const fs::path& final_path, std::string_view data) {
+  fs::path temp = final_path.parent_path() / ("." + final_path.filename().string() + ".tmp");
+  TempFile file;
+  if (SpoolStatus st = file.Create(std::move(temp)); !st) return st;
+  if (SpoolStatus st = file.Write(data); !st) return st;
+  return file.Commit(final_path);
+}
+
+SpoolResult<std::string> ReadSmallFile(const fs::path& path, std::size_t max_bytes) {
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    const int err = errno;
+    if (err == ENOENT) return SpoolStatus{SpoolErrc::kNotFound, "no such file " + path.string()};
+    return IoError("cannot open", path, err);
+  }
+  std::string out;
+  char buf[4096];
+  for (;;) {
+    const ssize_t n = ::read(fd, buf, sizeof buf);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      SpoolStatus st = IoError("cannot read", path, errno);
+      CloseRetryFree(fd);
+      return st;
+    }
+    if (n == 0) break;
+    out.append(buf, static_cast<std::size_t>(n));
+    if (out.size() > max_bytes) {
+      CloseRetryFree(fd);
+      return SpoolStatus{SpoolErrc::kCorrupt,
+                         path.string() + " is larger than " + std::to_string(max_bytes) +
+                             " bytes"};
+    }
+  }
+  CloseRetryFree(fd);
+  return out;
+}
+
+std::uint32_t Crc32(std::string_view data) noexcept {
+  std::uint32_t c = 0xFFFFFFFFu;
+  for (const char ch : data) {
+    c = kCrcTable[(c ^ static_cast<unsigned char>(ch)) & 0xFFu] ^ (c >> 8);
+  }
+  return c ^ 0xFFFFFFFFu;
+}
+
+std::int64_t ToUnixMs(std::chrono::system_clock::time_point t) noexcept {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(t.time_since_epoch()).count();
+}
+
+std::chrono::system_clock::time_point FromUnixMs(std::int64_t ms) noexcept {
+  return std::chrono::system_clock::time_point(
+      std::chrono::duration_cast<std::chrono::system_clock::duration>(
+          std::chrono::milliseconds(ms)));
+}
+
+namespace {
+
+struct UtcParts {
+  std::tm tm{};
+  int millis = 0;
+};
+
+UtcParts SplitUtc(std::chrono::system_clock::time_point t) {
+  const std::int64_t ms = ToUnixMs(t);
+  // Floor division so times before 1970 still format sensibly.
+  std::int64_t secs = ms / 1000;
+  std::int64_t rem = ms % 1000;
+  if (rem < 0) {
+    rem += 1000;
+    --secs;
+  }
+  UtcParts p;
+  const std::time_t tt = static_cast<std::time_t>(secs);
+  gmtime_r(&tt, &p.tm);
+  p.millis = static_cast<int>(rem);
+  return p;
+}
+
+}  // namespace
+
+std::string FormatRfc3339Ms(std::chrono::system_clock::time_point t) {
+  const UtcParts p = SplitUtc(t);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", p.tm.tm_year + 1900,
+                p.tm.tm_mon + 1, p.tm.tm_mday, p.tm.tm_hour, p.tm.tm_min, p.tm.tm_sec, p.millis);
+  return buf;
+}
+
+std::string FormatCompactUtcMs(std::chrono::system_clock::time_point t) {
+  const UtcParts p = SplitUtc(t);
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%04d%02d%02dT%02d%02d%02d.%03dZ", p.tm.tm_year + 1900,
+                p.tm.tm_mon + 1, p.tm.tm_mday, p.tm.tm_hour, p.tm.tm_min, p.tm.tm_sec, p.millis);
+  return buf;
+}
+
+}  // namespace fwdsink::spool_io

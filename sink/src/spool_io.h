@@ -1,0 +1,73 @@
+// Private file helpers shared by the spool, its writer and the dead letters: durable
+// atomic file replacement (temp, fsync, rename, fsync dir), CRC32, time formatting.
+// Stateless functions plus TempFile, which one thread owns at a time.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <string_view>
+
+#include "fwdsink/spool.h"
+
+namespace fwdsink::spool_io {
+
+// Returns a kIo status "<what> <path>: <strerror(err)>".
+[[nodiscard]] SpoolStatus IoError(std::string_view what, const std::filesystem::path& path,
+                                  int err);
+[[nodiscard]] SpoolStatus IoError(std::string_view what, const std::filesystem::path& path,
+                                  const std::error_code& ec);
+
+// Flushes a directory's entries (the renames and unlinks in it) to disk.
+[[nodiscard]] SpoolStatus FsyncDir(const std::filesystem::path& dir);
+
+// A file being written under a temporary name, made durable and visible under its
+// final name by Commit(). Destroying an uncommitted TempFile removes the temp file.
+class TempFile {
+ public:
+  TempFile() = default;
+  TempFile(const TempFile&) = delete;
+  TempFile& operator=(const TempFile&) = delete;
+  TempFile(TempFile&& other) noexcept;
+  TempFile& operator=(TempFile&& other) noexcept;
+  ~TempFile();
+
+  // Creates (truncating) `temp_path` for writing.
+  [[nodiscard]] SpoolStatus Create(std::filesystem::path temp_path);
+  [[nodiscard]] SpoolStatus Write(std::string_view data);
+  // fsyncs and closes the file, renames it to `final_path` and fsyncs the folder(s).
+  [[nodiscard]] SpoolStatus Commit(const std::filesystem::path& final_path);
+  // Closes and removes the temp file (no-op when nothing is open).
+  void Abandon() noexcept;
+
+  [[nodiscard]] bool is_open() const noexcept { return fd_ >= 0; }
+  [[nodiscard]] const std::filesystem::path& temp_path() const noexcept { return temp_; }
+
+ private:
+  int fd_ = -1;
+  std::filesystem::path temp_;
+};
+
+// Writes `data` to `final_path` atomically through a dotfile temp in the same folder.
+[[nodiscard]] SpoolStatus WriteFileAtomic(const std::filesystem::path& final_path,
+                                          std::string_view data);
+
+// Reads a whole (small) file. kNotFound if it does not exist.
+[[nodiscard]] SpoolResult<std::string> ReadSmallFile(const std::filesystem::path& path,
+                                                     std::size_t max_bytes);
+
+// CRC-32 (IEEE 802.3, the zlib/PNG polynomial).
+[[nodiscard]] std::uint32_t Crc32(std::string_view data) noexcept;
+
+// Milliseconds since the Unix epoch, and back.
+[[nodiscard]] std::int64_t ToUnixMs(std::chrono::system_clock::time_point t) noexcept;
+[[nodiscard]] std::chrono::system_clock::time_point FromUnixMs(std::int64_t ms) noexcept;
+
+// "2026-11-30T10:21:24.123Z" (RFC 3339, UTC, milliseconds).
+[[nodiscard]] std::string FormatRfc3339Ms(std::chrono::system_clock::time_point t);
+
+// "20261130T102124.123Z": sortable, file-name safe.
+[[nodiscard]] std::string FormatCompactUtcMs(std::chrono::system_clock::time_point t);
+
+}  // namespace fwdsink::spool_io

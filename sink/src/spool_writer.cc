@@ -1,0 +1,159 @@
+#include "fwdsink/spool_writer.h"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+
+#include "spool_io.h"
+
+namespace fwdsink {
+namespace fs = std::filesystem;
+
+namespace {
+
+// Rows are collected in memory and written in blocks of about this size.
+constexpr std::size_t kWriteBuffer = 64 * 1024;
+
+// Process-wide, so two writers in one process never pick the same name.
+std::atomic<std::uint64_t> g_partition_seq{0};
+
+// "<UTC yyyymmddThhmmss.mmmZ>-<pid>-<seq>": sorts oldest first by name.
+// @ref LLP 0020#names
+std::string NewPartitionName(std::chrono::system_clock::time_point wall) {
+  char tail[64];
+  std::snprintf(tail, sizeof tail, "-%ld-%08llu", static_cast<long>(::getpid()),
+                static_cast<unsigned long long>(g_partition_seq.fetch_add(1) + 1));
+  return spool_io::FormatCompactUtcMs(wall) + tail;
+}
+
+}  // namespace
+
+struct SpoolWriter::Partition {
+  std::string name;
+  spool_io::TempFile file;
+  std::string buffer;      // rows not yet written to `file`
+  std::uint64_t bytes = 0;  // written + buffered
+  std::chrono::steady_clock::time_point opened_at;
+};
+
+SpoolResult<SpoolWriter> SpoolWriter::Open(fs::path spool_dir, SpoolWriterOptions options) {
+  if (options.max_bytes == 0) {
+    return SpoolStatus{SpoolErrc::kInvalidArgument, "SpoolWriterOptions.max_bytes must be > 0"};
+  }
+  if (options.max_age <= std::chrono::steady_clock::duration::zero()) {
+    return SpoolStatus{SpoolErrc::kInvalidArgument, "SpoolWriterOptions.max_age must be > 0"};
+  }
+  if (!options.now) {
+    return SpoolStatus{SpoolErrc::kInvalidArgument, "SpoolWriterOptions.now is empty"};
+  }
+  if (!options.wall_now) {
+    return SpoolStatus{SpoolErrc::kInvalidArgument, "SpoolWriterOptions.wall_now is empty"};
+  }
+  // Spool::Open creates the folders with error messages that name them.
+  SpoolResult<Spool> spool = Spool::Open(spool_dir);
+  if (!spool) return spool.status();
+  return SpoolWriter(std::move(spool_dir), std::move(options));
+}
+
+SpoolWriter::SpoolWriter(fs::path spool_dir, SpoolWriterOptions options)
+    : dir_(std::move(spool_dir)), options_(std::move(options)) {}
+
+SpoolWriter::SpoolWriter(SpoolWriter&& other) noexcept = default;
+
+SpoolWriter& SpoolWriter::operator=(SpoolWriter&& other) noexcept {
+  if (this != &other) {
+    (void)Seal();
+    dir_ = std::move(other.dir_);
+    options_ = std::move(other.options_);
+    sealed_ = std::move(other.sealed_);
+    open_ = std::move(other.open_);
+  }
+  return *this;
+}
+
+SpoolWriter::~SpoolWriter() {
+  // Sealing loses nothing and leaves no orphan in incoming/; a failure here has no
+  // one to report to.
+  if (open_) (void)Seal();
+}
+
+SpoolStatus SpoolWriter::Append(std::string_view row) {
+  if (!row.empty() && row.back() == '\n') row.remove_suffix(1);
+  if (row.empty()) return SpoolStatus{SpoolErrc::kInvalidArgument, "empty row"};
+  if (row.find('\n') != std::string_view::npos) {
+    // One row is one line: an embedded newline would split it into two rows that
+    // the receiver would parse separately.
+    return SpoolStatus{SpoolErrc::kInvalidArgument, "row contains an embedded newline"};
+  }
+  const std::uint64_t line_bytes = row.size() + 1;
+  if (open_ && (open_->bytes + line_bytes > options_.max_bytes ||
+                options_.now() - open_->opened_at >= options_.max_age)) {
+    if (SpoolResult<std::optional<std::string>> r = Seal(); !r) return r.status();
+  }
+  if (!open_) {
+    if (SpoolStatus st = StartPartition(); !st) return st;
+  }
+  open_->buffer.append(row);
+  open_->buffer.push_back('\n');
+  open_->bytes += line_bytes;
+  if (open_->buffer.size() >= kWriteBuffer) {
+    if (SpoolStatus st = Flush(); !st) return st;
+  }
+  if (open_->bytes >= options_.max_bytes) {
+    if (SpoolResult<std::optional<std::string>> r = Seal(); !r) return r.status();
+  }
+  return {};
+}
+
+SpoolStatus SpoolWriter::Poll() {
+  if (open_ && options_.now() - open_->opened_at >= options_.max_age) {
+    if (SpoolResult<std::optional<std::string>> r = Seal(); !r) return r.status();
+  }
+  return {};
+}
+
+SpoolResult<std::optional<std::string>> SpoolWriter::Seal() {
+  if (!open_) return std::optional<std::string>();
+  if (SpoolStatus st = Flush(); !st) return st;
+  // fsync, then rename into ready/, then fsync both folders: the forwarder only ever
+  // sees complete partitions. @ref LLP 0020#atomic-writes
+  const fs::path final_path = dir_ / "ready" / (open_->name + ".ndjson");
+  if (SpoolStatus st = open_->file.Commit(final_path); !st) {
+    // Commit removed the temp file; the rows are lost to the spool but the caller
+    // learns it here (and keeps its own copy if it needs one).
+    open_.reset();
+    return st;
+  }
+  std::string name = std::move(open_->name);
+  open_.reset();
+  sealed_.push_back(name);
+  return std::optional<std::string>(std::move(name));
+}
+
+SpoolStatus SpoolWriter::StartPartition() {
+  auto p = std::make_unique<Partition>();
+  p->name = NewPartitionName(options_.wall_now());
+  if (SpoolStatus st = ValidatePartitionName(p->name); !st) return st;
+  if (SpoolStatus st = p->file.Create(dir_ / "incoming" / (p->name + ".ndjson.tmp")); !st) {
+    return st;
+  }
+  p->opened_at = options_.now();
+  open_ = std::move(p);
+  return {};
+}
+
+SpoolStatus SpoolWriter::Flush() {
+  if (!open_ || open_->buffer.empty()) return {};
+  SpoolStatus st = open_->file.Write(open_->buffer);
+  open_->buffer.clear();
+  if (!st) {
+    // The file may hold part of a row now; never seal it. Drop the partition and say
+    // so: the caller decides whether to re-append what it had written.
+    st.message = "partition " + open_->name + " abandoned: " + st.message;
+    open_.reset();
+  }
+  return st;
+}
+
+}  // namespace fwdsink

@@ -1,0 +1,299 @@
+// Spool: ready partitions, the persisted cursor, failure history, delivery.
+#include "fwdsink/spool.h"
+
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+namespace fs = std::filesystem;
+using fwdsink::CursorStatus;
+using fwdsink::Spool;
+using fwdsink::SpoolErrc;
+
+namespace {
+
+constexpr const char* kPartition = "20261130T102124.123Z-42-00000001";
+constexpr const char* kRows = "{\"a\":1}\n{\"a\":2}\n{\"a\":3}\n";  // lines end at 8, 16, 24
+constexpr std::uint64_t kSecondLineStart = 8;
+const std::chrono::system_clock::time_point kT1 =
+    std::chrono::system_clock::time_point(std::chrono::milliseconds(1'764'498'084'123));
+const std::chrono::system_clock::time_point kT2 = kT1 + std::chrono::minutes(7);
+
+fs::path FreshDir(const std::string& tag) {
+  const fs::path dir = fs::path(FWDSINK_TEST_TMP) / "spool_test" / tag;
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+void WriteFile(const fs::path& path, std::string_view bytes) {
+  std::ofstream out(path, std::ios::binary | std::ios::trunc);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+}
+
+std::string ReadFile(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+}
+
+std::vector<std::string> FileNames(const fs::path& dir) {
+  std::vector<std::string> names;
+  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+Spool OpenWithPartition(const fs::path& dir) {
+  auto spool = Spool::Open(dir);
+  REQUIRE(spool.ok());
+  WriteFile(spool->PartitionPath(kPartition), kRows);
+  return std::move(spool).value();
+}
+
+}  // namespace
+
+TEST_CASE("Open creates the spool folders and names the path on failure") {
+  const fs::path dir = FreshDir("open");
+  SUBCASE("creates ready, state, dead and incoming") {
+    auto spool = Spool::Open(dir / "spool");
+    REQUIRE(spool.ok());
+    for (const char* sub : {"ready", "state", "dead", "incoming"}) {
+      CHECK(fs::is_directory(dir / "spool" / sub));
+    }
+  }
+  SUBCASE("a file in the way is an error naming the path") {
+    WriteFile(dir / "blocker", "x");
+    auto spool = Spool::Open(dir / "blocker");
+    REQUIRE_FALSE(spool.ok());
+    CHECK(spool.status().code == SpoolErrc::kIo);
+    CHECK(spool.status().message.find((dir / "blocker").string()) != std::string::npos);
+  }
+}
+
+TEST_CASE("Cursor round trip") {
+  const fs::path dir = FreshDir("roundtrip");
+  Spool spool = OpenWithPartition(dir);
+
+  SUBCASE("no cursor yet is kMissing at offset 0") {
+    const auto c = spool.LoadCursor(kPartition);
+    CHECK(c.status == CursorStatus::kMissing);
+    CHECK(c.offset == 0);
+    CHECK_FALSE(c.first_failure.has_value());
+    CHECK(c.failures == 0);
+  }
+  SUBCASE("a saved offset reads back, and the latest save wins") {
+    REQUIRE(spool.SaveCursor(kPartition, kSecondLineStart).ok());
+    auto c = spool.LoadCursor(kPartition);
+    CHECK(c.status == CursorStatus::kOk);
+    CHECK(c.message.empty());
+    CHECK(c.offset == kSecondLineStart);
+
+    REQUIRE(spool.SaveCursor(kPartition, 24).ok());  // the end: fully acknowledged
+    c = spool.LoadCursor(kPartition);
+    CHECK(c.status == CursorStatus::kOk);
+    CHECK(c.offset == 24);
+  }
+  SUBCASE("saving is atomic: only the cursor file is left in state/") {
+    REQUIRE(spool.SaveCursor(kPartition, kSecondLineStart).ok());
+    REQUIRE(spool.SaveCursor(kPartition, 16).ok());
+    CHECK(FileNames(spool.state_dir()) ==
+          std::vector<std::string>{std::string(kPartition) + ".cursor"});
+    const std::string text = ReadFile(spool.state_dir() / (std::string(kPartition) + ".cursor"));
+    CHECK(text.rfind("fwdsink-cursor v1 offset=16 ", 0) == 0);
+    CHECK(text.back() == '\n');
+  }
+}
+
+TEST_CASE("A torn or corrupt cursor is reported and resumes from 0") {
+  const fs::path dir = FreshDir("corrupt");
+  Spool spool = OpenWithPartition(dir);
+  REQUIRE(spool.RecordFailure(kPartition, kT1).ok());
+  REQUIRE(spool.SaveCursor(kPartition, kSecondLineStart).ok());
+  const fs::path cursor = spool.state_dir() / (std::string(kPartition) + ".cursor");
+  const std::string valid = ReadFile(cursor);
+  {
+    // Twin: the valid record is not flagged.
+    const auto c = spool.LoadCursor(kPartition);
+    CHECK(c.status == CursorStatus::kOk);
+    CHECK(c.offset == kSecondLineStart);
+    CHECK(c.message.empty());
+  }
+  SUBCASE("truncated") { WriteFile(cursor, valid.substr(0, valid.size() - 5)); }
+  SUBCASE("truncated to just before the newline") {
+    WriteFile(cursor, valid.substr(0, valid.size() - 1));
+  }
+  SUBCASE("one flipped byte") {
+    std::string flipped = valid;
+    const std::size_t at = flipped.find("offset=8") + 7;
+    flipped[at] = '9';  // still a digit, still a line start? no matter: crc catches it
+    WriteFile(cursor, flipped);
+  }
+  SUBCASE("garbage") { WriteFile(cursor, "\x01\xff garbage \x7f\n"); }
+  SUBCASE("empty") { WriteFile(cursor, ""); }
+  SUBCASE("too big to be a cursor") { WriteFile(cursor, std::string(4096, 'x')); }
+
+  const auto c = spool.LoadCursor(kPartition);
+  CHECK(c.status == CursorStatus::kCorrupt);
+  CHECK(c.offset == 0);
+  CHECK_FALSE(c.message.empty());
+  CHECK_FALSE(c.first_failure.has_value());
+}
+
+TEST_CASE("A checksummed cursor that does not fit the partition resumes from 0") {
+  const fs::path dir = FreshDir("misfit");
+  Spool spool = OpenWithPartition(dir);
+  REQUIRE(spool.RecordFailure(kPartition, kT1).ok());
+
+  SUBCASE("offset beyond the file size") {
+    REQUIRE(spool.SaveCursor(kPartition, 25).ok());
+    const auto c = spool.LoadCursor(kPartition);
+    CHECK(c.status == CursorStatus::kCorrupt);
+    CHECK(c.offset == 0);
+    CHECK(c.message.find("beyond") != std::string::npos);
+    // The checksum held, so the failure history is kept.
+    CHECK(c.first_failure == kT1);
+  }
+  SUBCASE("offset not at a line start") {
+    REQUIRE(spool.SaveCursor(kPartition, kSecondLineStart + 1).ok());
+    const auto c = spool.LoadCursor(kPartition);
+    CHECK(c.status == CursorStatus::kCorrupt);
+    CHECK(c.offset == 0);
+    CHECK(c.message.find("line start") != std::string::npos);
+  }
+  SUBCASE("twin: offset at the very end is fine") {
+    REQUIRE(spool.SaveCursor(kPartition, 24).ok());
+    CHECK(spool.LoadCursor(kPartition).status == CursorStatus::kOk);
+  }
+  SUBCASE("the partition is gone: an error, not a restart") {
+    fs::remove(spool.PartitionPath(kPartition));
+    REQUIRE(spool.SaveCursor(kPartition, kSecondLineStart).ok());
+    CHECK(spool.LoadCursor(kPartition).status == CursorStatus::kError);
+  }
+}
+
+TEST_CASE("The first failure persists and is never overwritten") {
+  const fs::path dir = FreshDir("failures");
+  {
+    Spool spool = OpenWithPartition(dir);
+    REQUIRE(spool.RecordFailure(kPartition, kT1).ok());
+    REQUIRE(spool.SaveCursor(kPartition, kSecondLineStart).ok());  // progress keeps it
+    REQUIRE(spool.RecordFailure(kPartition, kT2).ok());
+  }
+  auto reopened = Spool::Open(dir);
+  REQUIRE(reopened.ok());
+  const auto c = reopened->LoadCursor(kPartition);
+  CHECK(c.status == CursorStatus::kOk);
+  CHECK(c.offset == kSecondLineStart);
+  REQUIRE(c.first_failure.has_value());
+  CHECK(*c.first_failure == kT1);
+  CHECK(c.failures == 2);
+}
+
+TEST_CASE("Twin: without a failure there is no failure history") {
+  const fs::path dir = FreshDir("no_failures");
+  Spool spool = OpenWithPartition(dir);
+  REQUIRE(spool.SaveCursor(kPartition, kSecondLineStart).ok());
+  const auto c = spool.LoadCursor(kPartition);
+  CHECK(c.status == CursorStatus::kOk);
+  CHECK_FALSE(c.first_failure.has_value());
+  CHECK(c.failures == 0);
+}
+
+TEST_CASE("ClearFailures forgets the failure history and keeps the offset") {
+  const fs::path dir = FreshDir("clear_failures");
+  Spool spool = OpenWithPartition(dir);
+  constexpr const char* kOther = "20261130T102124.124Z-42-00000002";
+  WriteFile(spool.PartitionPath(kOther), kRows);
+  REQUIRE(spool.RecordFailure(kPartition, kT1).ok());
+  REQUIRE(spool.SaveCursor(kPartition, kSecondLineStart).ok());
+  REQUIRE(spool.RecordFailure(kOther, kT1).ok());
+
+  REQUIRE(spool.ClearFailures(kPartition).ok());
+  const auto c = spool.LoadCursor(kPartition);
+  CHECK(c.status == CursorStatus::kOk);
+  CHECK(c.offset == kSecondLineStart);
+  CHECK_FALSE(c.first_failure.has_value());
+  CHECK(c.failures == 0);
+  // Twin: another partition's history is untouched.
+  const auto other = spool.LoadCursor(kOther);
+  CHECK(other.first_failure == kT1);
+  CHECK(other.failures == 1);
+  // A failure after clearing starts a new history.
+  REQUIRE(spool.RecordFailure(kPartition, kT2).ok());
+  CHECK(spool.LoadCursor(kPartition).first_failure == kT2);
+}
+
+TEST_CASE("ListReady lists sealed partitions oldest first and ignores the rest") {
+  const fs::path dir = FreshDir("list");
+  auto spool = Spool::Open(dir);
+  REQUIRE(spool.ok());
+  const fs::path ready = spool->ready_dir();
+  WriteFile(ready / "20261130T100000.000Z-1-00000002.ndjson", "bb\n");
+  WriteFile(ready / "20261130T090000.000Z-1-00000001.ndjson", "a\n");
+  WriteFile(ready / "20261130T110000.000Z-1-00000003.ndjson", "ccc\n");
+  // None of these may be read.
+  WriteFile(ready / ".20261130T000000.000Z-1-1.ndjson", "hidden\n");
+  WriteFile(ready / "20261130T000000.000Z-1-1.ndjson.tmp", "temp\n");
+  WriteFile(ready / "20261130T000000.000Z-1-1.json", "other\n");
+  WriteFile(ready / "bad name.ndjson", "space\n");
+  WriteFile(ready / ".ndjson", "no name\n");
+  fs::create_directories(ready / "adir.ndjson");
+
+  auto list = spool->ListReady();
+  REQUIRE(list.ok());
+  REQUIRE(list->size() == 3);
+  CHECK((*list)[0].name == "20261130T090000.000Z-1-00000001");
+  CHECK((*list)[0].size == 2);
+  CHECK((*list)[0].path == ready / "20261130T090000.000Z-1-00000001.ndjson");
+  CHECK((*list)[1].name == "20261130T100000.000Z-1-00000002");
+  CHECK((*list)[1].size == 3);
+  CHECK((*list)[2].name == "20261130T110000.000Z-1-00000003");
+  CHECK((*list)[2].size == 4);
+}
+
+TEST_CASE("MarkDelivered removes the partition and its cursor only") {
+  const fs::path dir = FreshDir("delivered");
+  Spool spool = OpenWithPartition(dir);
+  constexpr const char* kOther = "20261130T102124.124Z-42-00000002";
+  WriteFile(spool.PartitionPath(kOther), kRows);
+  REQUIRE(spool.SaveCursor(kPartition, 24).ok());
+  REQUIRE(spool.SaveCursor(kOther, kSecondLineStart).ok());
+
+  REQUIRE(spool.MarkDelivered(kPartition).ok());
+  CHECK_FALSE(fs::exists(spool.PartitionPath(kPartition)));
+  CHECK(spool.LoadCursor(kPartition).status != CursorStatus::kOk);
+  // Twin: the other partition and its cursor stay.
+  CHECK(fs::exists(spool.PartitionPath(kOther)));
+  CHECK(spool.LoadCursor(kOther).offset == kSecondLineStart);
+
+  CHECK(spool.MarkDelivered(kPartition).code == SpoolErrc::kNotFound);
+}
+
+TEST_CASE("Invalid partition names are rejected") {
+  const fs::path dir = FreshDir("names");
+  auto spool = Spool::Open(dir);
+  REQUIRE(spool.ok());
+  for (const std::string& bad : {std::string(""), std::string(".hidden"), std::string(".."),
+                                std::string("a/b"), std::string("../escape"),
+                                std::string("sp ace"), std::string("nul\0x", 5),
+                                std::string("\xc3\xa9t\xc3\xa9"), std::string(201, 'a')}) {
+    CAPTURE(bad);
+    CHECK(fwdsink::ValidatePartitionName(bad).code == SpoolErrc::kInvalidName);
+    CHECK(spool->SaveCursor(bad, 0).code == SpoolErrc::kInvalidName);
+    CHECK(spool->RecordFailure(bad, kT1).code == SpoolErrc::kInvalidName);
+    CHECK(spool->MarkDelivered(bad).code == SpoolErrc::kInvalidName);
+    CHECK(spool->LoadCursor(bad).status == CursorStatus::kError);
+  }
+  CHECK_FALSE(fs::exists(dir / "escape.cursor"));
+  // Twin: ordinary names pass.
+  for (const std::string& good : {std::string(kPartition), std::string("a"),
+                                 std::string("x.y_z-1"), std::string(200, 'a')}) {
+    CAPTURE(good);
+    CHECK(fwdsink::ValidatePartitionName(good).ok());
+  }
+}
