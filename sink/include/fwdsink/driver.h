@@ -1,0 +1,116 @@
+// The driver: forwards a spool's ready partitions, tick after tick, until closed.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <vector>
+
+#include "fwdsink/forward_sink.h"
+#include "fwdsink/overload.h"
+#include "fwdsink/spool.h"
+
+namespace fwdsink {
+
+struct DriverOptions {
+  std::filesystem::path spool_dir;
+  ForwardOptions forward{};
+  // Partitions failing for longer than this (wall clock, from the first failure with
+  // no progress since, persisted across restarts) are moved to dead letters whole.
+  std::chrono::milliseconds horizon = std::chrono::hours{24};
+  // Pauses between ticks by overload level (see OverloadLevel); the first is the idle
+  // poll interval.
+  std::vector<std::chrono::milliseconds> tick_pauses = {
+      std::chrono::seconds{1}, std::chrono::seconds{5}, std::chrono::seconds{15},
+      std::chrono::seconds{30}, std::chrono::seconds{60}};
+};
+
+// Checks the options; names the bad field ("spool_dir", "horizon", "forward.url", ...).
+[[nodiscard]] std::optional<ConfigError> Validate(const DriverOptions& options);
+
+// What one tick did.
+struct TickReport {
+  std::uint64_t partitions = 0;      // ready partitions looked at
+  std::uint64_t delivered = 0;       // delivered and removed
+  std::uint64_t respooled = 0;       // given back for a later tick
+  std::uint64_t poisoned_chunks = 0; // chunks moved to dead letters (the rest went on)
+  std::uint64_t horizon_dead = 0;    // whole partitions moved to dead letters (horizon)
+  std::uint64_t torn = 0;            // unreadable/torn tails moved to dead letters
+  std::uint64_t errors = 0;          // auth/TLS/spool errors that stopped work
+  std::uint64_t chunks_acked = 0;
+  std::uint64_t rows_acked = 0;
+  std::uint64_t bytes_acked = 0;
+  bool throttled = false;            // some partition hit 429/503
+  bool aborted = false;              // Close() cut the tick short
+  Outcome last_error = Outcome::kDelivered;  // auth/TLS when errors > 0
+  // Clean: nothing left behind for a later tick (the daemon's --once exit code).
+  [[nodiscard]] bool all_delivered() const {
+    return respooled == 0 && errors == 0 && !aborted;
+  }
+};
+
+// Driver-level counters, readable from any thread.
+struct DriverCounters {
+  std::atomic<std::uint64_t> ticks{0};
+  std::atomic<std::uint64_t> partitions_delivered{0};
+  std::atomic<std::uint64_t> respools{0};
+  std::atomic<std::uint64_t> poisoned_chunks{0};
+  // Partitions given up whole after the horizon: the series an operator alerts on.
+  std::atomic<std::uint64_t> horizon_give_ups{0};
+  std::atomic<std::uint64_t> torn_partitions{0};
+  std::atomic<std::uint64_t> cursor_corrupt{0};
+  std::atomic<std::uint64_t> spool_errors{0};
+  std::atomic<std::uint64_t> overload_level{0};
+};
+
+// Forwards every ready partition of one spool to one endpoint.
+//
+// Threads: Tick() and Run() are called from one driver thread. Close() may be called
+// from any thread (a signal-handling thread, typically), any number of times; it
+// returns at once, and Run()/Tick() return within ~100 ms with every cursor at its
+// last acknowledged chunk. counters(), sink() and overload_level() are readable from
+// any thread.
+class Driver {
+ public:
+  [[nodiscard]] static std::unique_ptr<Driver> Create(DriverOptions options, ForwardDeps deps,
+                                                      ConfigError* error);
+  ~Driver();
+
+  // Forwards ready partitions oldest first, once each. A partition whose chunk
+  // exhausts its inline budget is respooled and the tick moves on.
+  TickReport Tick();
+  // Ticks until Close(), pausing between ticks per the overload level.
+  void Run();
+  // Stops Run()/Tick() and aborts the sink's pause or request. Any thread, idempotent.
+  void Close();
+  [[nodiscard]] bool closed() const { return stop_.stop_requested(); }
+
+  [[nodiscard]] const DriverCounters& counters() const { return counters_; }
+  [[nodiscard]] const ForwardSink& sink() const { return *sink_; }
+  [[nodiscard]] Spool& spool() { return spool_; }
+
+ private:
+  Driver(DriverOptions options, ForwardDeps deps, Spool spool,
+         std::unique_ptr<ForwardSink> sink);
+  void ForwardOne(const ReadyPartition& p, TickReport& report, bool& stop_tick);
+  void Emit(Event e) const;
+  // Records a failure and gives the partition up whole past the horizon.
+  void Failed(const ReadyPartition& p, std::uint64_t resume, const ForwardResult& r,
+              TickReport& report);
+
+  const DriverOptions options_;
+  ForwardDeps deps_;
+  Spool spool_;                        // driver thread only
+  std::unique_ptr<ForwardSink> sink_;
+  OverloadLevel overload_;             // driver thread only
+  std::stop_source stop_;
+  DriverCounters counters_;
+};
+
+}  // namespace fwdsink

@@ -1,0 +1,264 @@
+// Driver ticks over a real spool directory against an in-process scripted server,
+// with the fake clock doing every wait.
+#include <doctest/doctest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "fwdsink/driver.h"
+#include "scripted_server.h"
+
+using namespace std::chrono_literals;
+using fwdsink_test::ScriptedServer;
+using std::chrono::milliseconds;
+
+namespace {
+
+constexpr std::size_t kChunkBytes = 64;
+
+std::filesystem::path FreshSpool(const std::string& name) {
+  auto dir = std::filesystem::path(FWDSINK_TEST_TMP) / "driver" / name;
+  std::filesystem::remove_all(dir);
+  std::filesystem::create_directories(dir / "ready");
+  return dir;
+}
+
+// Seals a partition straight into ready/ (the producer's rename).
+void AddPartition(const std::filesystem::path& spool, const std::string& name, int rows,
+                  const std::string& bad_row = {}) {
+  const auto tmp = spool / (name + ".tmp");
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    for (int i = 0; i < rows; ++i) {
+      out << "{\"p\":\"" << name << "\",\"i\":" << i << "}\n";
+      if (i == rows / 2 && !bad_row.empty()) out << bad_row << "\n";
+    }
+  }
+  std::filesystem::rename(tmp, spool / "ready" / (name + ".ndjson"));
+}
+
+struct Harness {
+  fwdsink::FakeClock clock;
+  std::vector<fwdsink::Event> events;
+  std::unique_ptr<fwdsink::Driver> driver;
+
+  Harness(const std::filesystem::path& spool, const std::string& url,
+          milliseconds horizon = 24h) {
+    fwdsink::DriverOptions o;
+    o.spool_dir = spool;
+    o.horizon = horizon;
+    o.forward.url = url;
+    o.forward.compression = fwdsink::Compression::kIdentity;
+    o.forward.chunker.chunk_bytes = kChunkBytes;
+    fwdsink::ForwardDeps deps;
+    deps.time = &clock;
+    deps.sleeper = &clock;
+    deps.on_event = [this](const fwdsink::Event& e) { events.push_back(e); };
+    fwdsink::ConfigError err;
+    driver = fwdsink::Driver::Create(o, deps, &err);
+    REQUIRE_MESSAGE(driver, err.field << ": " << err.message);
+  }
+  std::size_t Count(std::string_view name) const {
+    std::size_t n = 0;
+    for (const auto& e : events) n += e.name == name;
+    return n;
+  }
+};
+
+std::vector<std::string> ReadyNames(const std::filesystem::path& spool) {
+  std::vector<std::string> out;
+  for (const auto& e : std::filesystem::directory_iterator(spool / "ready")) {
+    out.push_back(e.path().filename().string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+httplib::Headers RetryAfter(const std::string& v) { return {{"Retry-After", v}}; }
+
+}  // namespace
+
+TEST_CASE("TickDeliversOldestFirstAndRemovesDeliveredPartitions") {
+  ScriptedServer server;
+  const auto spool = FreshSpool("oldest");
+  AddPartition(spool, "20260101T000002.000Z-1-2", 3);
+  AddPartition(spool, "20260101T000001.000Z-1-1", 3);
+  Harness h(spool, server.url());
+  const auto r = h.driver->Tick();
+  CHECK(r.delivered == 2);
+  CHECK(r.all_delivered());
+  CHECK(ReadyNames(spool).empty());
+  CHECK(std::filesystem::is_empty(spool / "state"));
+  const auto reqs = server.requests();
+  REQUIRE_FALSE(reqs.empty());
+  CHECK(reqs.front().key.rfind("20260101T000001.000Z-1-1:", 0) == 0);  // oldest first
+  CHECK(reqs.back().key.rfind("20260101T000002.000Z-1-2:", 0) == 0);
+}
+
+TEST_CASE("OneThrottledPartitionIsRespooledAndTheTickMovesOnBehindTheSharedGate") {
+  ScriptedServer server;
+  const auto spool = FreshSpool("respool");
+  AddPartition(spool, "a", 8);
+  AddPartition(spool, "b", 2);
+  server.Then(200);  // a's first chunk
+  for (int i = 0; i < 4; ++i) {
+    server.Then(429, RetryAfter("100"), R"({"details":{"reason":"byte_rate"}})");
+  }
+  Harness h(spool, server.url());
+  const auto r = h.driver->Tick();
+  CHECK(r.respooled == 1);
+  CHECK(r.delivered == 1);  // b was not thrown away
+  CHECK(r.throttled);
+  CHECK_FALSE(r.all_delivered());
+  CHECK(ReadyNames(spool) == std::vector<std::string>{"a.ndjson"});
+  // a's cursor sits at the end of its acknowledged first chunk.
+  const auto cursor = h.driver->spool().LoadCursor("a");
+  CHECK(cursor.status == fwdsink::CursorStatus::kOk);
+  CHECK(cursor.offset == server.requests()[0].body.size());
+  CHECK(cursor.first_failure.has_value());
+  // a waited 100, 100, 100 and gave up on the 4th 429; b then waited for the gate
+  // (the 4th Retry-After) before its first request instead of hammering the server.
+  CHECK(h.clock.sleeps() == std::vector<milliseconds>{100s, 100s, 100s, 100s});
+  CHECK(h.Count("forward.gate_wait") == 1);
+  CHECK(server.requests().size() == 1 + 4 + 1);
+
+  SUBCASE("the next tick resumes a at its cursor, never at row 0") {
+    const auto before = server.requests().size();
+    const auto r2 = h.driver->Tick();
+    CHECK(r2.delivered == 1);
+    const auto reqs = server.requests();
+    REQUIRE(reqs.size() > before);
+    CHECK(reqs[before].key == "a:" + std::to_string(cursor.offset) + "-" +
+                                  std::to_string(cursor.offset + reqs[before].body.size()));
+    CHECK(ReadyNames(spool).empty());
+  }
+}
+
+TEST_CASE("PoisonedRowGoesToDeadLettersAndTheRestOfThePartitionGoesOn") {
+  ScriptedServer server;
+  const auto spool = FreshSpool("poison");
+  AddPartition(spool, "p", 2, "[1,2]");  // rows: {0}, {1}, [1,2]
+  server.Then(400, {}, R"({"details":{"reason":"bad_row","line":3}})");  // whole chunk
+  server.Then(200);                                                       // first half
+  server.Then(400, {}, R"({"details":{"reason":"bad_row","line":2}})");  // second half
+  server.Then(200);                                                       // its first row
+  server.Then(400, {}, R"({"details":{"reason":"bad_row","line":1}})");  // the bad row
+  Harness h(spool, server.url());
+  const auto r = h.driver->Tick();
+  CHECK(r.poisoned_chunks == 1);
+  CHECK(r.delivered == 1);
+  CHECK(ReadyNames(spool).empty());
+  const auto dead = h.driver->spool().ListDead({}, h.clock.SystemNow());
+  REQUIRE(dead);
+  REQUIRE(dead->entries.size() == 1);
+  CHECK(dead->entries[0].reason == "bad_row");
+  CHECK(dead->entries[0].status == 400);
+  std::ifstream in(dead->entries[0].rows_path);
+  std::string row;
+  std::getline(in, row);
+  CHECK(row == "[1,2]");
+  CHECK(h.driver->counters().poisoned_chunks == 1);
+}
+
+TEST_CASE("HorizonMovesAPartitionFailingTooLongToDeadLettersWhole") {
+  ScriptedServer server;
+  for (int i = 0; i < 100; ++i) server.Then(503);
+  const auto spool = FreshSpool("horizon");
+  AddPartition(spool, "h", 2);
+  Harness h(spool, server.url(), /*horizon=*/1h);
+  auto r = h.driver->Tick();  // first failure recorded
+  CHECK(r.respooled == 1);
+  CHECK(r.horizon_dead == 0);
+  CHECK(ReadyNames(spool).size() == 1);
+
+  SUBCASE("twin: still inside the horizon, the partition stays") {
+    h.clock.Advance(30min);
+    r = h.driver->Tick();
+    CHECK(r.horizon_dead == 0);
+    CHECK(ReadyNames(spool).size() == 1);
+    CHECK(h.driver->counters().horizon_give_ups == 0);
+  }
+  SUBCASE("past the horizon it goes to dead letters, counted separately") {
+    h.clock.Advance(2h);
+    r = h.driver->Tick();
+    CHECK(r.horizon_dead == 1);
+    CHECK(ReadyNames(spool).empty());
+    CHECK(h.driver->counters().horizon_give_ups == 1);
+    CHECK(h.Count("driver.horizon_give_up") == 1);
+    const auto dead = h.driver->spool().ListDead({}, h.clock.SystemNow());
+    REQUIRE(dead);
+    REQUIRE(dead->entries.size() == 1);
+    CHECK(dead->entries[0].kind == fwdsink::DeadKind::kHorizon);
+  }
+}
+
+TEST_CASE("CorruptCursorResumesFromZeroWithTheSameKeys") {
+  ScriptedServer server;
+  const auto spool = FreshSpool("corrupt");
+  AddPartition(spool, "c", 4);
+  {
+    Harness h(spool, server.url());
+    REQUIRE(h.driver->spool().SaveCursor("c", 0).ok());
+  }
+  // Tear the cursor record.
+  for (const auto& e : std::filesystem::directory_iterator(spool / "state")) {
+    std::ofstream(e.path(), std::ios::trunc) << "fwdsink-cursor v1 offs";
+  }
+  Harness h(spool, server.url());
+  const auto r = h.driver->Tick();
+  CHECK(r.delivered == 1);
+  CHECK(h.driver->counters().cursor_corrupt == 1);
+  CHECK(h.Count("driver.cursor_corrupt") == 1);
+  CHECK(server.requests().front().key.rfind("c:0-", 0) == 0);
+}
+
+TEST_CASE("AnAuthErrorStopsTheTickWithoutTouchingTheOtherPartitions") {
+  ScriptedServer server;
+  server.Then(401);
+  const auto spool = FreshSpool("auth");
+  AddPartition(spool, "a", 2);
+  AddPartition(spool, "b", 2);
+  Harness h(spool, server.url());  // no token provider: the 401 cannot be fixed
+  const auto r = h.driver->Tick();
+  CHECK(r.errors == 1);
+  CHECK(r.last_error == fwdsink::Outcome::kAuthError);
+  CHECK(server.requests().size() == 1);
+  CHECK(ReadyNames(spool).size() == 2);
+}
+
+TEST_CASE("CloseStopsRunPromptlyFromAnotherThread") {
+  ScriptedServer server;
+  const auto spool = FreshSpool("close");
+  fwdsink::DriverOptions o;
+  o.spool_dir = spool;
+  o.forward.url = server.url();
+  o.tick_pauses = {300s};  // an idle driver sleeps long between ticks
+  fwdsink::ConfigError err;
+  auto driver = fwdsink::Driver::Create(o, {}, &err);  // real clock and sleeper
+  REQUIRE(driver);
+  std::thread runner([&] { driver->Run(); });
+  std::this_thread::sleep_for(50ms);  // let it reach its pause (not a timing assertion)
+  const auto t0 = std::chrono::steady_clock::now();
+  driver->Close();
+  runner.join();
+  CHECK(std::chrono::steady_clock::now() - t0 < 100ms);
+  driver->Close();  // twice is fine
+}
+
+TEST_CASE("DriverValidateNamesTheField") {
+  fwdsink::DriverOptions o;
+  fwdsink::ConfigError err;
+  CHECK(fwdsink::Driver::Create(o, {}, &err) == nullptr);
+  CHECK(err.field == "spool_dir");
+  o.spool_dir = FreshSpool("validate");
+  o.forward.url = "nope";
+  CHECK(fwdsink::Driver::Create(o, {}, &err) == nullptr);
+  CHECK(err.field == "forward.url");
+  o.forward.url = "http://127.0.0.1:1/";
+  o.horizon = 0s;
+  CHECK(fwdsink::Driver::Create(o, {}, &err) == nullptr);
+  CHECK(err.field == "horizon");
+}
