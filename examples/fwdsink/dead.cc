@@ -1,0 +1,130 @@
+// `fwdsink dead list|requeue|purge`: the operator's view of SPOOL/dead.
+#include <ctime>
+#include <iomanip>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "fwdsink/spool.h"
+
+namespace fwdsink_cli {
+namespace {
+
+std::string Iso8601(std::chrono::system_clock::time_point t) {
+  const std::time_t secs = std::chrono::system_clock::to_time_t(t);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+int ExitFor(const fwdsink::SpoolStatus& s) {
+  return s.code == fwdsink::SpoolErrc::kNotFound || s.code == fwdsink::SpoolErrc::kInvalidName
+             ? kExitNoInput
+             : kExitIoErr;
+}
+
+nlohmann::json ToJson(const fwdsink::DeadEntry& e) {
+  nlohmann::json j = {{"name", e.name},
+                      {"partition", e.partition},
+                      {"kind", fwdsink::to_string(e.kind)},
+                      {"begin", e.begin},
+                      {"end", e.end},
+                      {"rows", e.rows},
+                      {"status", e.status},
+                      {"reason", e.reason},
+                      {"dead_at", Iso8601(e.dead_at)},
+                      {"rows_path", e.rows_path.string()}};
+  if (e.requeued_at) j["requeued_at"] = Iso8601(*e.requeued_at);
+  if (e.requeued_as) j["requeued_as"] = *e.requeued_as;
+  j["requeues"] = e.requeues;
+  return j;
+}
+
+int List(fwdsink::Spool& spool, const DeadConfig& c) {
+  auto list = spool.ListDead(c.filter, std::chrono::system_clock::now());
+  if (!list) {
+    std::cerr << "fwdsink: dead list: " << list.status().message << "\n";
+    return ExitFor(list.status());
+  }
+  if (c.json) {
+    nlohmann::json out = {{"total", list->total}, {"offset", c.filter.offset},
+                          {"entries", nlohmann::json::array()},
+                          {"unreadable", list->unreadable}};
+    for (const auto& e : list->entries) out["entries"].push_back(ToJson(e));
+    std::cout << out.dump() << "\n";
+    return kExitOk;
+  }
+  std::cout << std::left << std::setw(48) << "NAME" << " " << std::setw(7) << "KIND" << " "
+            << std::setw(6) << "STATUS" << " " << std::setw(18) << "REASON" << " "
+            << std::setw(8) << "ROWS" << " " << std::setw(20) << "DEAD_AT" << " REQUEUED_AS\n";
+  for (const auto& e : list->entries) {
+    std::cout << std::setw(48) << e.name << " " << std::setw(7) << fwdsink::to_string(e.kind)
+              << " " << std::setw(6) << e.status << " " << std::setw(18) << e.reason << " "
+              << std::setw(8) << e.rows << " " << std::setw(20) << Iso8601(e.dead_at) << " "
+              << e.requeued_as.value_or("-") << "\n";
+  }
+  std::cout << list->entries.size() << " shown, " << list->total << " matching\n";
+  for (const auto& bad : list->unreadable) {
+    std::cerr << "fwdsink: dead list: unreadable record " << bad << "\n";
+  }
+  return kExitOk;
+}
+
+int Requeue(fwdsink::Spool& spool, const DeadConfig& c) {
+  int rc = kExitOk;
+  // Each name is tried even if an earlier one failed; the first failure sets the code.
+  for (const auto& name : c.names) {
+    auto r = spool.Requeue(name, std::chrono::system_clock::now());
+    if (!r) {
+      std::cerr << "fwdsink: dead requeue: " << name << ": " << r.status().message << "\n";
+      if (rc == kExitOk) rc = ExitFor(r.status());
+      continue;
+    }
+    std::cout << name << " -> " << *r << "\n";
+  }
+  return rc;
+}
+
+int Purge(fwdsink::Spool& spool, const DeadConfig& c) {
+  if (!c.names.empty()) {
+    int rc = kExitOk;
+    for (const auto& name : c.names) {
+      if (auto s = spool.Purge(name); !s) {
+        std::cerr << "fwdsink: dead purge: " << name << ": " << s.message << "\n";
+        if (rc == kExitOk) rc = ExitFor(s);
+        continue;
+      }
+      std::cout << "purged " << name << "\n";
+    }
+    return rc;
+  }
+  // --all is an empty filter; a filter purges every match (paging does not apply).
+  auto n = spool.Purge(c.filter, std::chrono::system_clock::now());
+  if (!n) {
+    std::cerr << "fwdsink: dead purge: " << n.status().message << "\n";
+    return ExitFor(n.status());
+  }
+  std::cout << "purged " << *n << " dead letters\n";
+  return kExitOk;
+}
+
+}  // namespace
+
+int RunDead(const DeadConfig& c) {
+  auto spool = fwdsink::Spool::Open(c.spool);
+  if (!spool) {
+    std::cerr << "fwdsink: --spool: " << spool.status().message << "\n";
+    return kExitIoErr;
+  }
+  switch (c.action) {
+    case DeadAction::kList: return List(*spool, c);
+    case DeadAction::kRequeue: return Requeue(*spool, c);
+    case DeadAction::kPurge: return Purge(*spool, c);
+  }
+  return kExitUsage;
+}
+
+}  // namespace fwdsink_cli

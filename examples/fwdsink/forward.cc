@@ -1,0 +1,388 @@
+// `fwdsink forward`: runs a fwdsink::Driver over one spool until a signal (or one pass
+// with --once), with a progress line on a terminal and JSON log lines otherwise.
+//
+// Threads: the main thread runs the driver; a signal thread waits in sigwait() for
+// SIGINT/SIGTERM and calls Driver::Close(); a reporter thread draws the progress line
+// or writes the periodic stats line. The sink's events arrive on the main thread.
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <csignal>
+#include <condition_variable>
+#include <cstdio>
+#include <ctime>
+#include <fstream>
+#include <iostream>
+#include <mutex>
+#include <thread>
+
+#include "commands.h"
+#include "fwdsink/driver.h"
+
+namespace fwdsink_cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+using std::chrono::milliseconds;
+
+// How often the progress line is redrawn on a terminal.
+constexpr milliseconds kProgressPeriod{500};
+// Signal used only to wake the signal thread when the driver finishes on its own.
+constexpr int kWakeSignal = SIGUSR1;
+
+std::string NowIso8601() {
+  const auto now = std::chrono::system_clock::now();
+  const auto ms = std::chrono::duration_cast<milliseconds>(now.time_since_epoch()).count();
+  const std::time_t secs = static_cast<std::time_t>(ms / 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[80];
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                static_cast<int>(ms % 1000));
+  return buf;
+}
+
+// @ref LLP 0022#token-file
+// Reads the bearer token from a file: once on first use, again when the sink asks for
+// a refresh after a 401 (an agent may have rotated it). Sending thread only.
+class FileTokens {
+ public:
+  explicit FileTokens(std::filesystem::path path) : path_(std::move(path)) {}
+  std::optional<std::string> operator()(bool force_refresh) {
+    if (!cached_ || force_refresh) cached_ = Read();
+    return cached_;
+  }
+
+ private:
+  std::optional<std::string> Read() const {
+    std::ifstream in(path_, std::ios::binary);
+    if (!in) return std::nullopt;
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto first = text.find_first_not_of(" \t\r\n");
+    if (first == std::string::npos) return std::nullopt;  // empty file: no token to send
+    const auto last = text.find_last_not_of(" \t\r\n");
+    return text.substr(first, last - first + 1);
+  }
+  std::filesystem::path path_;
+  std::optional<std::string> cached_;
+};
+
+// Where the daemon writes: JSON lines (stderr and/or --log-file) and the progress line.
+// Any thread; all output is serialised by mu_ so lines never interleave.
+// @ref LLP 0022#logs
+class Output {
+ public:
+  Output(bool progress, std::FILE* log_file) : progress_(progress), file_(log_file) {}
+
+  // Logs one sink/driver event.
+  void Event(const fwdsink::Event& e) {
+    const std::string json = fwdsink::ToJson(e);
+    std::lock_guard lock(mu_);
+    if (progress_) {
+      ClearLineLocked();
+      std::fprintf(stderr, "%s\n", Human(e).c_str());
+      RedrawLocked();
+    } else {
+      WriteJsonLocked(stderr, json);
+    }
+    if (file_) WriteJsonLocked(file_, json);
+  }
+
+  // Logs one JSON object (a stats or lifecycle line); also shown on a terminal when
+  // `show` is set.
+  void Json(const std::string& json, bool show) {
+    std::lock_guard lock(mu_);
+    if (!progress_) WriteJsonLocked(stderr, json);
+    else if (show) {
+      ClearLineLocked();
+      std::fprintf(stderr, "%s\n", json.c_str());
+      RedrawLocked();
+    }
+    if (file_) WriteJsonLocked(file_, json);
+  }
+
+  // Replaces the progress line (terminal mode only).
+  void Progress(std::string line) {
+    std::lock_guard lock(mu_);
+    if (!progress_) return;
+    line_ = std::move(line);
+    ClearLineLocked();
+    RedrawLocked();
+  }
+
+  // Leaves the last progress line on screen and moves below it.
+  void EndProgress() {
+    std::lock_guard lock(mu_);
+    if (progress_ && !line_.empty()) std::fprintf(stderr, "\n");
+    line_.clear();
+  }
+
+  bool progress() const { return progress_; }
+
+ private:
+  static std::string Human(const fwdsink::Event& e) {
+    std::string s = NowIso8601().substr(11, 12) + " " + std::string(e.name);
+    if (!e.partition.empty()) s += " " + e.partition;
+    if (e.status) s += " status=" + std::to_string(e.status);
+    if (!e.reason.empty()) s += " reason=" + e.reason;
+    if (e.wait.count() > 0) {
+      s += " wait=" + std::to_string(e.wait.count()) + "ms";
+      if (!e.wait_source.empty()) s += " (" + std::string(e.wait_source) + ")";
+    }
+    if (!e.message.empty()) s += ": " + e.message;
+    return s;
+  }
+  void WriteJsonLocked(std::FILE* f, const std::string& json) {
+    // Every line starts with its time: {"ts":"...","event":...}
+    std::fprintf(f, "{\"ts\":\"%s\",%s\n", NowIso8601().c_str(), json.c_str() + 1);
+    std::fflush(f);
+  }
+  void ClearLineLocked() {
+    if (!line_.empty()) std::fprintf(stderr, "\r\033[K");
+  }
+  void RedrawLocked() {
+    if (line_.empty()) return;
+    std::fprintf(stderr, "%s", line_.c_str());
+    std::fflush(stderr);
+  }
+
+  std::mutex mu_;
+  const bool progress_;
+  std::FILE* const file_;
+  std::string line_;  // guarded by mu_
+};
+
+std::uint64_t CountReady(const std::filesystem::path& spool) {
+  std::uint64_t n = 0;
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(spool / "ready", ec), end; !ec && it != end;
+       it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (!name.starts_with(".") && name.ends_with(".ndjson")) ++n;
+  }
+  return n;
+}
+
+std::string StatsJson(std::string_view event, const fwdsink::Driver& d, std::uint64_t left,
+                      double rows_per_s, double bytes_per_s) {
+  const auto& c = d.counters();
+  constexpr auto r = std::memory_order_relaxed;
+  char rates[96];
+  std::snprintf(rates, sizeof rates, "\"rows_per_s\":%.0f,\"bytes_per_s\":%.0f", rows_per_s,
+                bytes_per_s);
+  std::string s = "{\"event\":";
+  fwdsink::AppendJsonString(s, event);
+  s += ",\"label\":";
+  fwdsink::AppendJsonString(s, d.sink().options().label);
+  s += ",\"partitions_left\":" + std::to_string(left) + "," + rates;
+  s += ",\"counters\":" + fwdsink::ToJson(fwdsink::Snapshot(d.sink().counters()));
+  s += ",\"driver\":{\"ticks\":" + std::to_string(c.ticks.load(r)) +
+       ",\"partitions_delivered\":" + std::to_string(c.partitions_delivered.load(r)) +
+       ",\"respools\":" + std::to_string(c.respools.load(r)) +
+       ",\"poisoned_chunks\":" + std::to_string(c.poisoned_chunks.load(r)) +
+       ",\"horizon_give_ups\":" + std::to_string(c.horizon_give_ups.load(r)) +
+       ",\"torn_partitions\":" + std::to_string(c.torn_partitions.load(r)) +
+       ",\"cursor_corrupt\":" + std::to_string(c.cursor_corrupt.load(r)) +
+       ",\"spool_errors\":" + std::to_string(c.spool_errors.load(r)) +
+       ",\"overload_level\":" + std::to_string(c.overload_level.load(r)) + "}}";
+  return s;
+}
+
+std::string HumanRate(double v, std::string_view unit) {
+  char buf[48];
+  if (v >= 1e6) std::snprintf(buf, sizeof buf, "%.1f M%.*s/s", v / 1e6, static_cast<int>(unit.size()), unit.data());
+  else if (v >= 1e3) std::snprintf(buf, sizeof buf, "%.1f k%.*s/s", v / 1e3, static_cast<int>(unit.size()), unit.data());
+  else std::snprintf(buf, sizeof buf, "%.0f %.*s/s", v, static_cast<int>(unit.size()), unit.data());
+  return buf;
+}
+
+std::string ProgressLine(const fwdsink::Driver& d, std::uint64_t left, double rows_per_s,
+                         double bytes_per_s) {
+  const auto state = d.sink().state();
+  const auto acked = d.sink().counters().rows_acked.load(std::memory_order_relaxed);
+  std::string s = "fwdsink: " + std::to_string(left) + " partitions left | " +
+                  HumanRate(rows_per_s, "rows") + " | " + HumanRate(bytes_per_s, "B") + " | " +
+                  std::to_string(acked) + " rows acked | ";
+  using Phase = fwdsink::ForwardSink::State::Phase;
+  switch (state.phase) {
+    case Phase::kWaiting: {
+      const auto left_ms = std::chrono::duration_cast<milliseconds>(state.until - Clock::now());
+      const long long secs = std::max<long long>(0, (left_ms.count() + 999) / 1000);
+      s += "waiting " + std::to_string(secs) + "s: " +
+           (state.reason.empty() ? std::string("backpressure") : state.reason);
+      if (state.status) s += " (" + std::to_string(state.status) + ")";
+      break;
+    }
+    case Phase::kSending: s += "sending " + state.partition; break;
+    case Phase::kIdle: s += "idle"; break;
+  }
+  return s;
+}
+
+// Draws the progress line (~2/s) or writes the stats line, until Stop().
+class Reporter {
+ public:
+  Reporter(const fwdsink::Driver& driver, Output& out, std::filesystem::path spool,
+           milliseconds stats_interval)
+      : driver_(driver), out_(out), spool_(std::move(spool)), stats_interval_(stats_interval) {
+    thread_ = std::thread([this] { Loop(); });
+  }
+  ~Reporter() { Stop(); }
+
+  // Stops the thread; prompt (it only waits on a condition variable). Any thread.
+  void Stop() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable() && thread_.get_id() != std::this_thread::get_id()) thread_.join();
+  }
+
+ private:
+  void Loop() {
+    const milliseconds period = out_.progress() ? kProgressPeriod : stats_interval_;
+    auto last = Clock::now();
+    auto last_stats = last;
+    auto rows0 = driver_.sink().counters().rows_acked.load(std::memory_order_relaxed);
+    auto bytes0 = driver_.sink().counters().bytes_acked.load(std::memory_order_relaxed);
+    std::unique_lock lock(mu_);
+    while (!cv_.wait_for(lock, period, [this] { return stop_; })) {
+      const auto now = Clock::now();
+      const double secs = std::chrono::duration<double>(now - last).count();
+      const auto rows = driver_.sink().counters().rows_acked.load(std::memory_order_relaxed);
+      const auto bytes = driver_.sink().counters().bytes_acked.load(std::memory_order_relaxed);
+      const double rps = secs > 0 ? static_cast<double>(rows - rows0) / secs : 0;
+      const double bps = secs > 0 ? static_cast<double>(bytes - bytes0) / secs : 0;
+      const std::uint64_t left = CountReady(spool_);
+      if (out_.progress()) {
+        out_.Progress(ProgressLine(driver_, left, rps, bps));
+        // The --log-file still gets its periodic stats line.
+        if (now - last_stats >= stats_interval_) {
+          out_.Json(StatsJson("daemon.stats", driver_, left, rps, bps), false);
+          last_stats = now;
+        }
+      } else {
+        out_.Json(StatsJson("daemon.stats", driver_, left, rps, bps), true);
+      }
+      last = now;
+      rows0 = rows;
+      bytes0 = bytes;
+    }
+  }
+
+  const fwdsink::Driver& driver_;
+  Output& out_;
+  const std::filesystem::path spool_;
+  const milliseconds stats_interval_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;  // guarded by mu_
+  std::thread thread_;
+};
+
+// --once: the exit code for one pass; dead letters win over respools.
+// @ref LLP 0022#exit-codes
+int OnceExitCode(const fwdsink::TickReport& r) {
+  if (r.poisoned_chunks > 0 || r.torn > 0 || r.horizon_dead > 0) return kExitDataErr;
+  if (r.errors > 0 && r.last_error == fwdsink::Outcome::kAuthError) return kExitNoPerm;
+  if (!r.all_delivered()) return kExitTempFail;
+  return kExitOk;
+}
+
+}  // namespace
+
+int RunForward(const ForwardConfig& config) {
+  // Block the stop signals in every thread (threads inherit the mask), so only the
+  // signal thread's sigwait() sees them. @ref LLP 0022#signals
+  sigset_t mask;
+  sigemptyset(&mask);
+  sigaddset(&mask, SIGINT);
+  sigaddset(&mask, SIGTERM);
+  sigaddset(&mask, kWakeSignal);
+  pthread_sigmask(SIG_BLOCK, &mask, nullptr);
+  // A peer closing mid-write must be an error value, not a dead process.
+  std::signal(SIGPIPE, SIG_IGN);
+
+  std::FILE* log_file = nullptr;
+  if (config.log_file) {
+    log_file = std::fopen(config.log_file->c_str(), "a");
+    if (!log_file) {
+      std::cerr << "fwdsink: --log-file: cannot open " << config.log_file->string() << "\n";
+      return kExitIoErr;
+    }
+  }
+  const bool progress = config.log_mode == LogMode::kProgress ||
+                        (config.log_mode == LogMode::kAuto && ::isatty(STDERR_FILENO));
+  Output out(progress, log_file);
+
+  fwdsink::ForwardDeps deps;
+  deps.on_event = [&out](const fwdsink::Event& e) { out.Event(e); };
+  if (config.token_file) deps.tokens = FileTokens(*config.token_file);
+  fwdsink::ConfigError error;
+  auto driver = fwdsink::Driver::Create(config.driver, std::move(deps), &error);
+  if (!driver) {
+    std::cerr << UsageError{OptionForField(error.field), error.message}.Text() << "\n";
+    if (log_file) std::fclose(log_file);
+    return error.field == "spool_dir" ? kExitIoErr : kExitUsage;
+  }
+
+  {
+    std::string start = "{\"event\":\"daemon.start\",\"pid\":" + std::to_string(::getpid()) +
+                        ",\"mode\":" + (config.once ? "\"once\"" : "\"run\"") + ",\"spool\":";
+    fwdsink::AppendJsonString(start, config.driver.spool_dir.string());
+    start += ",\"url\":";
+    fwdsink::AppendJsonString(start, config.driver.forward.url);
+    out.Json(start + "}", false);
+  }
+
+  Reporter reporter(*driver, out, config.driver.spool_dir, config.stats_interval);
+  std::atomic<bool> finished{false};
+  std::atomic<int> stop_signal{0};
+  std::thread signals([&] {
+    for (;;) {
+      int sig = 0;
+      if (sigwait(&mask, &sig) != 0) continue;
+      if (sig == kWakeSignal) {
+        if (finished.load()) return;
+        continue;  // someone else's SIGUSR1: ignore
+      }
+      stop_signal.store(sig);
+      // Close() only signals and shuts sockets down: Run()/Tick() return within ~100 ms.
+      driver->Close();
+      return;
+    }
+  });
+
+  int code = kExitOk;
+  std::string why;
+  if (config.once) {
+    const fwdsink::TickReport report = driver->Tick();
+    // A stop request is a clean shutdown (cursors are saved): 0, even mid-pass.
+    code = stop_signal.load() ? kExitOk : OnceExitCode(report);
+    why = stop_signal.load() ? "signal" : "once";
+  } else {
+    driver->Run();
+    why = "signal";
+  }
+
+  finished.store(true);
+  pthread_kill(signals.native_handle(), kWakeSignal);
+  signals.join();
+  reporter.Stop();
+  out.EndProgress();
+
+  std::string exit_line = StatsJson("daemon.exit", *driver, CountReady(config.driver.spool_dir), 0, 0);
+  exit_line.pop_back();  // extend the object
+  exit_line += ",\"exit_code\":" + std::to_string(code) + ",\"why\":\"" + why + "\"";
+  if (const int sig = stop_signal.load()) exit_line += ",\"signal\":" + std::to_string(sig);
+  out.Json(exit_line + "}", true);
+  driver.reset();
+  if (log_file) std::fclose(log_file);
+  return code;
+}
+
+}  // namespace fwdsink_cli

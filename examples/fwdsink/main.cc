@@ -1,0 +1,46 @@
+// fwdsink: the command-line daemon. Dispatches to a sub-command; see options.h for the
+// flags and exit codes, LLP/0022-daemon.md for the decisions behind them.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "commands.h"
+#include "options.h"
+
+namespace {
+
+template <typename Config>
+int Dispatch(const fwdsink_cli::Parsed<Config>& parsed, const std::string& usage,
+             int (*run)(const Config&)) {
+  if (!parsed.config) {
+    std::cerr << parsed.error.Text() << "\n";
+    return fwdsink_cli::kExitUsage;
+  }
+  if (parsed.config->help) {
+    std::cout << usage;
+    return fwdsink_cli::kExitOk;
+  }
+  return run(*parsed.config);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using namespace fwdsink_cli;
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  if (args.empty()) {
+    std::cerr << MainUsage();
+    return kExitUsage;
+  }
+  const std::string& command = args.front();
+  const std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (command == "--help" || command == "-h" || command == "help") {
+    std::cout << MainUsage();
+    return kExitOk;
+  }
+  if (command == "forward") return Dispatch(ParseForward(rest), ForwardUsage(), RunForward);
+  if (command == "dead") return Dispatch(ParseDead(rest), DeadUsage(), RunDead);
+  if (command == "generate") return Dispatch(ParseGenerate(rest), GenerateUsage(), RunGenerate);
+  std::cerr << "fwdsink: unknown command '" << command << "' (forward, dead, generate)\n";
+  return kExitUsage;
+}

@@ -1,0 +1,491 @@
+#include "options.h"
+
+#include <charconv>
+#include <cmath>
+#include <functional>
+#include <limits>
+#include <span>
+
+#include "fwdsink/codec.h"
+
+namespace fwdsink_cli {
+namespace {
+
+using std::chrono::milliseconds;
+
+// A flag handler returns an error message for a bad value, nothing when it is fine.
+using Handler = std::function<std::optional<std::string>(const std::string& value)>;
+
+struct Flag {
+  std::string_view name;
+  bool takes_value = true;
+  Handler handle;
+};
+
+// Walks args against `flags`. "--flag value" and "--flag=value" both work. Arguments
+// that do not start with '-' are positionals (an error when `positionals` is null).
+std::optional<UsageError> ParseFlags(const std::vector<std::string>& args,
+                                     std::span<const Flag> flags,
+                                     std::vector<std::string>* positionals) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg.empty() || arg[0] != '-' || arg == "-") {
+      if (!positionals) return UsageError{arg, "unexpected argument"};
+      positionals->push_back(arg);
+      continue;
+    }
+    std::string name = arg;
+    std::optional<std::string> inline_value;
+    if (const auto eq = arg.find('='); eq != std::string::npos) {
+      name = arg.substr(0, eq);
+      inline_value = arg.substr(eq + 1);
+    }
+    const Flag* flag = nullptr;
+    for (const Flag& f : flags) {
+      if (f.name == name) flag = &f;
+    }
+    if (!flag) return UsageError{name, "unknown option (see --help)"};
+    std::string value;
+    if (flag->takes_value) {
+      if (inline_value) {
+        value = *inline_value;
+      } else if (i + 1 < args.size()) {
+        value = args[++i];
+      } else {
+        return UsageError{name, "needs a value"};
+      }
+    } else if (inline_value) {
+      return UsageError{name, "takes no value"};
+    }
+    if (auto problem = flag->handle(value)) return UsageError{name, *problem};
+  }
+  return std::nullopt;
+}
+
+// Handlers for the common value shapes.
+Handler PositiveSize(std::uint64_t& out) {
+  return [&out](const std::string& v) -> std::optional<std::string> {
+    const auto n = ParseSize(v);
+    if (!n) return "'" + v + "' is not a byte count (digits with an optional k/m/g)";
+    if (*n == 0) return "must be greater than 0";
+    out = *n;
+    return std::nullopt;
+  };
+}
+
+Handler Count(std::uint64_t& out, std::uint64_t min) {
+  return [&out, min](const std::string& v) -> std::optional<std::string> {
+    std::uint64_t n = 0;
+    const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
+    if (ec != std::errc{} || end != v.data() + v.size() || v.empty()) {
+      return "'" + v + "' is not a non-negative integer";
+    }
+    if (n < min) return "must be at least " + std::to_string(min);
+    out = n;
+    return std::nullopt;
+  };
+}
+
+Handler PositiveDuration(milliseconds& out) {
+  return [&out](const std::string& v) -> std::optional<std::string> {
+    const auto d = ParseDuration(v);
+    if (!d) return "'" + v + "' is not a duration (e.g. 30, 1.5s, 250ms, 5m)";
+    if (*d <= milliseconds::zero()) return "must be positive";
+    out = *d;
+    return std::nullopt;
+  };
+}
+
+Handler Text(std::string& out) {
+  return [&out](const std::string& v) -> std::optional<std::string> {
+    if (v.empty()) return "must not be empty";
+    out = v;
+    return std::nullopt;
+  };
+}
+
+Handler Path(std::filesystem::path& out) {
+  return [&out](const std::string& v) -> std::optional<std::string> {
+    if (v.empty()) return "must name a path";
+    out = v;
+    return std::nullopt;
+  };
+}
+
+Handler Set(bool& out) {
+  return [&out](const std::string&) -> std::optional<std::string> {
+    out = true;
+    return std::nullopt;
+  };
+}
+
+std::optional<std::vector<milliseconds>> ParseLadder(const std::string& v, std::string* why) {
+  std::vector<milliseconds> rungs;
+  std::size_t start = 0;
+  for (;;) {
+    const auto comma = v.find(',', start);
+    const std::string item = v.substr(start, comma - start);
+    const auto d = ParseDuration(item);
+    if (!d || *d <= milliseconds::zero()) {
+      *why = "rung " + std::to_string(rungs.size() + 1) + " ('" + item +
+             "') is not a positive duration; expected e.g. 30,60,120,300";
+      return std::nullopt;
+    }
+    rungs.push_back(*d);
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return rungs;
+}
+
+}  // namespace
+
+std::string UsageError::Text() const {
+  return "fwdsink: " + (option.empty() ? std::string() : option + ": ") + message;
+}
+
+std::optional<milliseconds> ParseDuration(std::string_view text) {
+  std::size_t unit_at = 0;
+  while (unit_at < text.size() &&
+         ((text[unit_at] >= '0' && text[unit_at] <= '9') || text[unit_at] == '.')) {
+    ++unit_at;
+  }
+  const std::string_view number = text.substr(0, unit_at);
+  const std::string_view unit = text.substr(unit_at);
+  if (number.empty() || number.find_first_of("0123456789") == std::string_view::npos) {
+    return std::nullopt;
+  }
+  double value = 0;
+  const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
+  if (ec != std::errc{} || end != number.data() + number.size()) return std::nullopt;
+  double scale = 1000;  // seconds by default
+  if (unit == "ms") scale = 1;
+  else if (unit == "m") scale = 60'000;
+  else if (unit == "h") scale = 3'600'000;
+  else if (!unit.empty() && unit != "s") return std::nullopt;
+  const double ms = std::round(value * scale);
+  // Fail closed on NaN and on values that do not fit. @ref LLP 0022#options
+  if (!std::isfinite(ms) || ms < 0 ||
+      ms > static_cast<double>(std::numeric_limits<std::int64_t>::max() / 2)) {
+    return std::nullopt;
+  }
+  return milliseconds{static_cast<std::int64_t>(ms)};
+}
+
+std::optional<std::uint64_t> ParseSize(std::string_view text) {
+  std::uint64_t shift = 0;
+  if (!text.empty()) {
+    switch (text.back()) {
+      case 'k': case 'K': shift = 10; break;
+      case 'm': case 'M': shift = 20; break;
+      case 'g': case 'G': shift = 30; break;
+      default: break;
+    }
+    if (shift) text.remove_suffix(1);
+  }
+  std::uint64_t n = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
+  if (text.empty() || ec != std::errc{} || end != text.data() + text.size()) return std::nullopt;
+  if (n > (std::numeric_limits<std::uint64_t>::max() >> shift)) return std::nullopt;
+  return n << shift;
+}
+
+std::string OptionForField(std::string_view field) {
+  // Longest prefix first: "forward.backpressure.ladder[1]" must hit the ladder entry.
+  static constexpr std::pair<std::string_view, std::string_view> kMap[] = {
+      {"spool_dir", "--spool"},
+      {"horizon", "--horizon"},
+      {"tick_pauses", "--poll"},
+      {"forward.url", "--url"},
+      {"forward.idempotency_header", "--key-header"},
+      {"forward.zstd_level", "--zstd-level"},
+      {"forward.chunker", "--chunk-bytes"},
+      {"forward.backpressure.ladder", "--ladder"},
+      {"forward.backpressure.max_wait", "--max-wait"},
+      {"forward.backpressure.inline_budget", "--inline-budget"},
+      {"forward.backpressure.jitter", "--jitter"},
+      {"forward.transport.connect_timeout", "--connect-timeout"},
+      {"forward.transport.read_timeout", "--read-timeout"},
+      {"forward.transport.write_timeout", "--read-timeout"},
+      {"forward.transport", "--ca-file"},
+      {"forward.label", "--label"},
+  };
+  for (const auto& [prefix, option] : kMap) {
+    if (field.starts_with(prefix)) return std::string(option);
+  }
+  return "config " + std::string(field);
+}
+
+Parsed<ForwardConfig> ParseForward(const std::vector<std::string>& args) {
+  ForwardConfig c;
+  fwdsink::DriverOptions& d = c.driver;
+  fwdsink::ForwardOptions& f = d.forward;
+  std::string compression = "zstd";
+  std::string ladder;
+  std::uint64_t chunk_bytes = f.chunker.chunk_bytes;
+  std::uint64_t zstd_level = static_cast<std::uint64_t>(fwdsink::kDefaultZstdLevel);
+  milliseconds poll = d.tick_pauses.front();
+  milliseconds timeout = f.transport.read_timeout;
+  milliseconds connect_timeout = f.transport.connect_timeout;
+  std::string jitter;
+  bool log_json = false, progress = false;
+  std::filesystem::path token_file, log_file;
+  const Flag flags[] = {
+      {"--spool", true, Path(d.spool_dir)},
+      {"--url", true, Text(f.url)},
+      {"--once", false, Set(c.once)},
+      {"--token-file", true, Path(token_file)},
+      {"--chunk-bytes", true, PositiveSize(chunk_bytes)},
+      {"--compression", true, Text(compression)},
+      {"--zstd-level", true, Count(zstd_level, 1)},
+      {"--ladder", true, Text(ladder)},
+      {"--inline-budget", true, PositiveDuration(f.backpressure.inline_budget)},
+      {"--max-wait", true, PositiveDuration(f.backpressure.max_wait)},
+      {"--jitter", true, Text(jitter)},
+      {"--horizon", true, PositiveDuration(d.horizon)},
+      {"--poll", true, PositiveDuration(poll)},
+      {"--label", true, Text(f.label)},
+      {"--key-header", true, Text(f.idempotency_header)},
+      {"--ca-file", true, Text(f.transport.ca_file)},
+      {"--connect-timeout", true, PositiveDuration(connect_timeout)},
+      {"--read-timeout", true, PositiveDuration(timeout)},
+      {"--log-json", false, Set(log_json)},
+      {"--progress", false, Set(progress)},
+      {"--log-file", true, Path(log_file)},
+      {"--stats-interval", true, PositiveDuration(c.stats_interval)},
+      {"--help", false, Set(c.help)},
+      {"-h", false, Set(c.help)},
+  };
+  if (auto e = ParseFlags(args, flags, nullptr)) return {std::nullopt, *e};
+  if (c.help) return {c, {}};
+
+  if (d.spool_dir.empty()) return {std::nullopt, {"--spool", "is required"}};
+  if (f.url.empty()) return {std::nullopt, {"--url", "is required"}};
+  if (log_json && progress) {
+    return {std::nullopt, {"--progress", "cannot be combined with --log-json"}};
+  }
+  c.log_mode = log_json ? LogMode::kJson : progress ? LogMode::kProgress : LogMode::kAuto;
+  if (!token_file.empty()) c.token_file = token_file;
+  if (!log_file.empty()) c.log_file = log_file;
+
+  const auto codec = fwdsink::ParseCompression(compression);
+  if (!codec) {
+    return {std::nullopt, {"--compression", "'" + compression + "' is not zstd or identity"}};
+  }
+  f.compression = *codec;
+  if (zstd_level > 100) return {std::nullopt, {"--zstd-level", "is out of range"}};
+  f.zstd_level = static_cast<int>(zstd_level);
+  if (!ladder.empty()) {
+    std::string why;
+    auto rungs = ParseLadder(ladder, &why);
+    if (!rungs) return {std::nullopt, {"--ladder", why}};
+    f.backpressure.ladder = std::move(*rungs);
+  }
+  if (!jitter.empty()) {
+    double j = -1;
+    const auto [end, ec] = std::from_chars(jitter.data(), jitter.data() + jitter.size(), j);
+    if (ec != std::errc{} || end != jitter.data() + jitter.size()) {
+      return {std::nullopt, {"--jitter", "'" + jitter + "' is not a number"}};
+    }
+    f.backpressure.jitter = j;
+  }
+  f.chunker.chunk_bytes = static_cast<std::size_t>(chunk_bytes);
+  // A single line may be as long as a chunk; keep the default line limit otherwise.
+  f.chunker.max_line_bytes = std::max(f.chunker.max_line_bytes, f.chunker.chunk_bytes);
+  f.transport.read_timeout = timeout;
+  f.transport.write_timeout = timeout;
+  f.transport.connect_timeout = connect_timeout;
+  d.tick_pauses.front() = poll;
+
+  if (auto e = fwdsink::Validate(d)) {
+    return {std::nullopt, {OptionForField(e->field), e->message + " (" + e->field + ")"}};
+  }
+  return {c, {}};
+}
+
+Parsed<DeadConfig> ParseDead(const std::vector<std::string>& args) {
+  DeadConfig c;
+  if (args.empty()) return {std::nullopt, {"dead", "needs list, requeue or purge"}};
+  const std::string& action = args.front();
+  if (action == "--help" || action == "-h") {
+    c.help = true;
+    return {c, {}};
+  }
+  if (action == "list") c.action = DeadAction::kList;
+  else if (action == "requeue") c.action = DeadAction::kRequeue;
+  else if (action == "purge") c.action = DeadAction::kPurge;
+  else return {std::nullopt, {"dead", "unknown action '" + action + "' (list|requeue|purge)"}};
+
+  fwdsink::DeadFilter& flt = c.filter;
+  std::string reason, kind, search;
+  std::uint64_t status = 0, offset = 0, limit = flt.limit;
+  milliseconds older{0}, newer{0};
+  bool has_status = false, has_older = false, has_newer = false;
+  auto mark = [&](bool& flag, Handler h) {
+    return [&flag, h = std::move(h)](const std::string& v) {
+      flag = true;
+      return h(v);
+    };
+  };
+  const Flag filters[] = {
+      {"--spool", true, Path(c.spool)},
+      {"--reason", true, Text(reason)},
+      {"--status", true, mark(has_status, Count(status, 100))},
+      {"--kind", true, Text(kind)},
+      {"--older-than", true, mark(has_older, PositiveDuration(older))},
+      {"--newer-than", true, mark(has_newer, PositiveDuration(newer))},
+      {"--search", true, Text(search)},
+      {"--offset", true, Count(offset, 0)},
+      {"--limit", true, Count(limit, 0)},
+      {"--json", false, Set(c.json)},
+      {"--all", false, Set(c.all)},
+      {"--help", false, Set(c.help)},
+      {"-h", false, Set(c.help)},
+  };
+  // Only the flags that make sense for the action are accepted.
+  std::vector<Flag> allowed;
+  for (const Flag& f : filters) {
+    const bool listing = f.name == "--offset" || f.name == "--limit" || f.name == "--json";
+    const bool filter = f.name != "--spool" && f.name != "--all" && f.name != "--help" &&
+                        f.name != "-h" && !listing;
+    if (c.action == DeadAction::kRequeue && (filter || listing || f.name == "--all")) continue;
+    if (c.action == DeadAction::kPurge && listing) continue;
+    if (c.action == DeadAction::kList && f.name == "--all") continue;
+    allowed.push_back(f);
+  }
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  std::vector<std::string>* positionals = c.action == DeadAction::kList ? nullptr : &c.names;
+  if (auto e = ParseFlags(rest, allowed, positionals)) return {std::nullopt, *e};
+  if (c.help) return {c, {}};
+  if (c.spool.empty()) return {std::nullopt, {"--spool", "is required"}};
+
+  if (!reason.empty()) flt.reason = reason;
+  if (has_status) {
+    if (status > 599) return {std::nullopt, {"--status", "must be an HTTP status (100-599)"}};
+    flt.status = static_cast<int>(status);
+  }
+  if (!kind.empty()) {
+    if (kind == "poison") flt.kind = fwdsink::DeadKind::kPoison;
+    else if (kind == "horizon") flt.kind = fwdsink::DeadKind::kHorizon;
+    else return {std::nullopt, {"--kind", "'" + kind + "' is not poison or horizon"}};
+  }
+  if (has_older) flt.older_than = older;
+  if (has_newer) flt.newer_than = newer;
+  if (!search.empty()) flt.search = search;
+  flt.offset = static_cast<std::size_t>(offset);
+  flt.limit = static_cast<std::size_t>(limit);
+  c.has_filter = flt.reason || flt.status || flt.kind || flt.older_than || flt.newer_than ||
+                 flt.search;
+
+  if (c.action == DeadAction::kRequeue && c.names.empty()) {
+    return {std::nullopt, {"requeue", "needs at least one dead-letter NAME"}};
+  }
+  if (c.action == DeadAction::kPurge) {
+    const int modes = (c.names.empty() ? 0 : 1) + (c.all ? 1 : 0) + (c.has_filter ? 1 : 0);
+    // Purging deletes data: demand exactly one explicit selection, never a default.
+    if (modes == 0) {
+      return {std::nullopt, {"purge", "needs NAME..., --all or a filter (--reason, ...)"}};
+    }
+    if (modes > 1) {
+      return {std::nullopt, {c.all ? "--all" : "purge",
+                             "choose one of NAME..., --all or filters"}};
+    }
+  }
+  return {c, {}};
+}
+
+Parsed<GenerateConfig> ParseGenerate(const std::vector<std::string>& args) {
+  GenerateConfig c;
+  const Flag flags[] = {
+      {"--spool", true, Path(c.spool)},
+      {"--bytes", true, PositiveSize(c.bytes)},
+      {"--partitions", true, Count(c.partitions, 1)},
+      {"--seed", true, Count(c.seed, 0)},
+      {"--help", false, Set(c.help)},
+      {"-h", false, Set(c.help)},
+  };
+  if (auto e = ParseFlags(args, flags, nullptr)) return {std::nullopt, *e};
+  if (c.help) return {c, {}};
+  if (c.spool.empty()) return {std::nullopt, {"--spool", "is required"}};
+  if (c.bytes == 0) return {std::nullopt, {"--bytes", "is required"}};
+  if (c.partitions > 100'000) return {std::nullopt, {"--partitions", "is too large"}};
+  return {c, {}};
+}
+
+std::string MainUsage() {
+  return R"(usage: fwdsink <command> [options]
+
+Ships the sealed NDJSON partitions of a spool directory to an HTTP(S) ingest endpoint.
+
+commands:
+  forward    forward the spool until SIGINT/SIGTERM (or one pass with --once)
+  dead       list, requeue or purge dead letters (poisoned rows, given-up partitions)
+  generate   write realistic telemetry rows into a spool (for demos and tests)
+
+Run `fwdsink <command> --help` for a command's options.
+)";
+}
+
+std::string ForwardUsage() {
+  return R"(usage: fwdsink forward --spool DIR --url URL [options]
+
+Forwards every sealed partition in DIR/ready to URL, chunk by chunk, retrying in place
+on 429/503, until SIGINT/SIGTERM (exit 0 with every cursor at its last acknowledged
+chunk). Durations are seconds unless suffixed: 250ms, 1.5s, 5m, 1h.
+
+  --spool DIR            spool directory (required)
+  --url URL              ingest endpoint, http:// or https:// (required)
+  --once                 one pass over the ready partitions, then exit:
+                           0  everything delivered
+                           65 some rows went to dead letters (wins over 75)
+                           75 something was left for a later run (respooled, errors)
+                           77 the server refused the token after a refresh
+  --token-file F         bearer token file, read on first use and after a 401
+  --chunk-bytes N        target chunk size before compression (default 1m)
+  --compression C        zstd (default) or identity
+  --zstd-level N         zstd level (default 1)
+  --ladder LIST          waits without Retry-After, e.g. 30,60,120,300 (the default)
+  --max-wait S           longest single wait, also caps Retry-After (default 300)
+  --inline-budget S      time per chunk before respooling the partition (default 300)
+  --jitter F             ladder jitter fraction in [0,1) (default 0)
+  --horizon S            dead-letter a partition failing this long (default 24h)
+  --poll S               idle poll interval between passes (default 1)
+  --label NAME           label in events and logs (default fwdsink)
+  --key-header NAME      idempotency header (default Idempotency-Key)
+  --ca-file F            CA bundle for https (default: system store)
+  --connect-timeout S    TCP/TLS connect timeout (default 5)
+  --read-timeout S       read/write stall timeout (default 30)
+  --log-json             JSON log lines on stderr even on a terminal
+  --progress             progress line on stderr even when not a terminal
+  --log-file F           also append the JSON log lines to F
+  --stats-interval S     period of the JSON stats line (default 10)
+exit codes: 64 bad options (the message names the option), 74 spool unusable.
+)";
+}
+
+std::string DeadUsage() {
+  return R"(usage: fwdsink dead list    --spool DIR [filters] [--offset N] [--limit N] [--json]
+       fwdsink dead requeue --spool DIR NAME...
+       fwdsink dead purge   --spool DIR (NAME... | --all | filters)
+
+filters (all must match):
+  --reason R        exact reason (e.g. bad_row, byte_rate)
+  --status N        exact HTTP status of the last refusal
+  --kind K          poison (a refused chunk) or horizon (a given-up partition)
+  --older-than S    dead at least S ago        --newer-than S   dead less than S ago
+  --search TEXT     substring of the record or of the dead rows
+requeue copies the rows back into ready/ as a new partition; the record stays as an
+audit trail until purged. Exit 66 when a NAME does not exist.
+)";
+}
+
+std::string GenerateUsage() {
+  return R"(usage: fwdsink generate --spool DIR --bytes N [--partitions K] [--seed S]
+
+Writes about N bytes (k/m/g suffixes allowed) of realistic telemetry NDJSON (~200-byte
+rows) into K sealed partitions of DIR (default 4), deterministically for a seed
+(default 1). Prints the number of rows written on stdout.
+)";
+}
+
+}  // namespace fwdsink_cli

@@ -1,0 +1,304 @@
+// The `fwdsink` daemon as a process: --once exit codes, option errors, SIGTERM during a
+// long wait, and the dead-letter commands. Real processes on 127.0.0.1, bounded waits.
+#include <doctest/doctest.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "central_process.h"
+#include "fwdsink/spool.h"
+#include "fwdsink/spool_writer.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using fwdsink::test::CentralProcess;
+using namespace std::chrono_literals;
+
+constexpr auto kRunTimeout = 20s;        // any single daemon run
+constexpr auto kPoll = 5ms;
+constexpr auto kStopDeadline = 1s;       // SIGTERM to exit, per the contract
+constexpr int kExitOk = 0, kExitUsage = 64, kExitDataErr = 65, kExitNoInput = 66,
+              kExitTempFail = 75;
+
+// One run of the daemon binary, stdout/stderr captured to files in `dir`.
+// TODO(lead): shared with integration_crash_test.cc; hoist into tests/daemon_process.h.
+class Daemon {
+ public:
+  Daemon(fs::path dir, std::vector<std::string> args) : dir_(std::move(dir)) {
+    args.insert(args.begin(), FWDSINK_DAEMON_BIN);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    const auto out = (dir_ / "daemon.stdout").string();
+    const auto err = (dir_ / "daemon.stderr").string();
+    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), environ) != 0) pid_ = -1;
+    posix_spawn_file_actions_destroy(&fa);
+  }
+  ~Daemon() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+  // Waits up to `timeout` for the exit; returns the exit code (128+signal if killed),
+  // or nullopt on timeout.
+  std::optional<int> Wait(std::chrono::milliseconds timeout = kRunTimeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (pid_ > 0) {
+      int status = 0;
+      const pid_t r = ::waitpid(pid_, &status, WNOHANG);
+      if (r == pid_) {
+        pid_ = -1;
+        code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        break;
+      }
+      if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+      std::this_thread::sleep_for(kPoll);
+    }
+    return code_;
+  }
+  void Signal(int sig) const { if (pid_ > 0) ::kill(pid_, sig); }
+  std::string err() const { return Read(dir_ / "daemon.stderr"); }
+  std::string out() const { return Read(dir_ / "daemon.stdout"); }
+
+ private:
+  static std::string Read(const fs::path& p) {
+    std::ifstream in(p);
+    std::stringstream ss;
+    ss << in.rdbuf();
+    return ss.str();
+  }
+  fs::path dir_;
+  pid_t pid_ = -1;
+  std::optional<int> code_;
+};
+
+// Runs the daemon to completion and returns its exit code (-1 on timeout).
+int RunDaemon(const fs::path& dir, std::vector<std::string> args, std::string* out = nullptr,
+              std::string* err = nullptr) {
+  Daemon d(dir, std::move(args));
+  const auto code = d.Wait();
+  if (out) *out = d.out();
+  if (err) *err = d.err();
+  return code.value_or(-1);
+}
+
+std::string Url(const CentralProcess& c) {
+  return "http://127.0.0.1:" + std::to_string(c.port()) + "/ingest";
+}
+
+std::size_t CountReady(const fs::path& spool) {
+  std::size_t n = 0;
+  for (const auto& e : fs::directory_iterator(spool / "ready")) {
+    if (e.path().extension() == ".ndjson") ++n;
+  }
+  return n;
+}
+
+// Writes `rows` (good JSON unless told otherwise) into one sealed partition.
+std::string SealRows(const fs::path& spool, const std::vector<std::string>& rows) {
+  auto w = fwdsink::SpoolWriter::Open(spool);
+  REQUIRE(w.ok());
+  for (const auto& r : rows) REQUIRE(w->Append(r).ok());
+  auto sealed = w->Seal();
+  REQUIRE(sealed.ok());
+  REQUIRE(sealed->has_value());
+  return **sealed;
+}
+
+std::uint64_t Generate(const fs::path& dir, const fs::path& spool, const std::string& bytes,
+                       const std::string& partitions) {
+  std::string out;
+  REQUIRE(RunDaemon(dir, {"generate", "--spool", spool.string(), "--bytes", bytes,
+                          "--partitions", partitions, "--seed", "3"}, &out) == kExitOk);
+  return std::stoull(out);
+}
+
+}  // namespace
+
+TEST_CASE("fwdsink forward --once exit codes") {
+  const fs::path dir = CentralProcess::ScratchDir("daemon_once");
+  const fs::path spool = dir / "spool";
+  CentralProcess central(dir / "central");
+
+  SUBCASE("everything delivered: 0, every row received, ready/ empty") {
+    REQUIRE(central.Start());
+    const auto rows = Generate(dir, spool, "200k", "2");
+    REQUIRE(rows > 0);
+    CHECK(RunDaemon(dir, {"forward", "--once", "--spool", spool.string(), "--url", Url(central),
+                          "--chunk-bytes", "32k"}) == kExitOk);
+    CHECK(central.received_rows().size() == rows);
+    CHECK(CountReady(spool) == 0);
+  }
+
+  SUBCASE("503 past a tiny inline budget: 75, cursor kept, partition still ready") {
+    REQUIRE(central.Start({"--fail-first", "1000", "--fail-status", "503"}));
+    Generate(dir, spool, "50k", "1");
+    std::string err;
+    CHECK(RunDaemon(dir, {"forward", "--once", "--spool", spool.string(), "--url", Url(central),
+                          "--ladder", "0.2", "--inline-budget", "0.2"}, nullptr, &err) ==
+          kExitTempFail);
+    CHECK(err.find("\"event\":\"forward.respool\"") != std::string::npos);
+    CHECK(CountReady(spool) == 1);
+    CHECK(central.received_rows().empty());
+  }
+
+  SUBCASE("a malformed row: 65, the good rows delivered, the bad one in dead letters") {
+    REQUIRE(central.Start());
+    SealRows(spool, {R"({"seq":1})", "this is not json", R"({"seq":3})"});
+    CHECK(RunDaemon(dir, {"forward", "--once", "--spool", spool.string(), "--url",
+                          Url(central)}) == kExitDataErr);
+    const auto got = central.received_rows();
+    CHECK(got == std::vector<std::string>{R"({"seq":1})", R"({"seq":3})"});
+    CHECK(CountReady(spool) == 0);
+    CHECK(fs::exists(spool / "dead"));
+    CHECK_FALSE(fs::is_empty(spool / "dead"));
+  }
+}
+
+TEST_CASE("fwdsink rejects bad options with 64 and names the option") {
+  const fs::path dir = CentralProcess::ScratchDir("daemon_usage");
+  const std::string spool = (dir / "spool").string();
+  const std::string url = "http://127.0.0.1:9/ingest";  // never contacted: parsing fails first
+  struct Case {
+    std::vector<std::string> extra;
+    std::string option;
+  };
+  const Case cases[] = {
+      {{"--bogus"}, "--bogus"},
+      {{"--chunk-bytes"}, "--chunk-bytes"},  // missing value (last argument)
+      {{"--chunk-bytes", "abc"}, "--chunk-bytes"},
+      {{"--chunk-bytes", "0"}, "--chunk-bytes"},
+      {{"--max-wait", "-5"}, "--max-wait"},
+      {{"--ladder", "30,x,120"}, "--ladder"},
+      {{"--ladder", "30,,120"}, "--ladder"},
+      {{"--compression", "gzip"}, "--compression"},
+      {{"--ladder", "10", "--inline-budget", "1"}, "--inline-budget"},  // via Validate()
+      {{"--zstd-level", "99"}, "--zstd-level"},                          // via Validate()
+  };
+  for (const Case& c : cases) {
+    CAPTURE(c.option);
+    std::vector<std::string> args = {"forward", "--spool", spool, "--url", url};
+    args.insert(args.end(), c.extra.begin(), c.extra.end());
+    std::string err;
+    CHECK(RunDaemon(dir, args, nullptr, &err) == kExitUsage);
+    CHECK(err.find(c.option) != std::string::npos);
+  }
+  SUBCASE("a bad URL is reported as --url") {
+    std::string err;
+    CHECK(RunDaemon(dir, {"forward", "--spool", spool, "--url", "ftp://x/"}, nullptr, &err) ==
+          kExitUsage);
+    CHECK(err.find("--url") != std::string::npos);
+  }
+  SUBCASE("twin: the same options, valid, are accepted (empty spool: 0)") {
+    CHECK(RunDaemon(dir, {"forward", "--once", "--spool", spool, "--url", url, "--chunk-bytes",
+                          "64k", "--ladder", "30,60,120", "--compression", "identity",
+                          "--inline-budget", "300"}) == kExitOk);
+  }
+}
+
+TEST_CASE("SIGTERM during a long wait exits 0 within 1 s with the cursor at the last ack") {
+  const fs::path dir = CentralProcess::ScratchDir("daemon_sigterm");
+  const fs::path spool = dir / "spool";
+  CentralProcess central(dir / "central");
+  // Posts 1 and 2 are accepted, post 3 gets 503 with Retry-After: 60.
+  REQUIRE(central.Start({"--fail-every", "3", "--fail-status", "503", "--retry-after", "60"}));
+  Generate(dir, spool, "100k", "1");
+  Daemon d(dir, {"forward", "--spool", spool.string(), "--url", Url(central), "--chunk-bytes",
+                 "8k", "--log-json"});
+
+  // Bounded wait until the daemon reports the long pause.
+  const auto deadline = std::chrono::steady_clock::now() + kRunTimeout;
+  while (d.err().find("\"wait_ms\":60000") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(kPoll);
+  }
+  REQUIRE(d.err().find("\"wait_ms\":60000") != std::string::npos);
+
+  const auto t0 = std::chrono::steady_clock::now();
+  d.Signal(SIGTERM);
+  const auto code = d.Wait(5s);
+  const auto took = std::chrono::steady_clock::now() - t0;
+  REQUIRE(code.has_value());
+  CHECK(*code == kExitOk);
+  CHECK(took < kStopDeadline);
+  CHECK(d.err().find("\"event\":\"daemon.exit\"") != std::string::npos);
+
+  // Exactly the two accepted chunks were received; the cursor sits at their end.
+  auto opened = fwdsink::Spool::Open(spool);
+  REQUIRE(opened.ok());
+  auto ready = opened->ListReady();
+  REQUIRE(ready.ok());
+  REQUIRE(ready->size() == 1);
+  const fwdsink::CursorState cursor = opened->LoadCursor(ready->front().name);
+  REQUIRE(cursor.status == fwdsink::CursorStatus::kOk);
+  const auto received = fs::file_size(central.out_dir() / "received.ndjson");
+  CHECK(received > 0);
+  CHECK(cursor.offset == received);
+  CHECK(central.Stats()["accepted_chunks"] == 2);
+}
+
+TEST_CASE("fwdsink dead list / requeue / purge round trip") {
+  const fs::path dir = CentralProcess::ScratchDir("daemon_dead");
+  const fs::path spool = dir / "spool";
+  const std::string sp = spool.string();
+  CentralProcess central(dir / "central");
+  REQUIRE(central.Start());
+  SealRows(spool, {R"({"seq":1})", "broken row", R"({"seq":3})"});
+  REQUIRE(RunDaemon(dir, {"forward", "--once", "--spool", sp, "--url", Url(central)}) ==
+          kExitDataErr);
+
+  std::string out;
+  REQUIRE(RunDaemon(dir, {"dead", "list", "--spool", sp, "--json"}, &out) == kExitOk);
+  const auto all = nlohmann::json::parse(out);
+  REQUIRE(all["total"] == 1);
+  const std::string name = all["entries"][0]["name"];
+  CHECK(all["entries"][0]["kind"] == "poison");
+  CHECK(all["entries"][0]["status"] == 400);
+
+  SUBCASE("filters select, and their twins do not") {
+    REQUIRE(RunDaemon(dir, {"dead", "list", "--spool", sp, "--json", "--status", "400",
+                            "--search", "broken"}, &out) == kExitOk);
+    CHECK(nlohmann::json::parse(out)["total"] == 1);
+    REQUIRE(RunDaemon(dir, {"dead", "list", "--spool", sp, "--json", "--status", "422"}, &out) ==
+            kExitOk);
+    CHECK(nlohmann::json::parse(out)["total"] == 0);
+    REQUIRE(RunDaemon(dir, {"dead", "list", "--spool", sp, "--json", "--kind", "horizon"},
+                      &out) == kExitOk);
+    CHECK(nlohmann::json::parse(out)["total"] == 0);
+    CHECK(RunDaemon(dir, {"dead", "list", "--spool", sp, "--kind", "other"}) == kExitUsage);
+  }
+
+  SUBCASE("requeue puts the rows back into ready/; purge removes the record") {
+    CHECK(CountReady(spool) == 0);
+    REQUIRE(RunDaemon(dir, {"dead", "requeue", "--spool", sp, name}, &out) == kExitOk);
+    CHECK(out.find(name + " -> ") != std::string::npos);
+    CHECK(CountReady(spool) == 1);
+    CHECK(RunDaemon(dir, {"dead", "requeue", "--spool", sp, "no-such-dead-letter"}) ==
+          kExitNoInput);
+
+    CHECK(RunDaemon(dir, {"dead", "purge", "--spool", sp}) == kExitUsage);  // no selection
+    REQUIRE(RunDaemon(dir, {"dead", "purge", "--spool", sp, name}) == kExitOk);
+    REQUIRE(RunDaemon(dir, {"dead", "list", "--spool", sp, "--json"}, &out) == kExitOk);
+    CHECK(nlohmann::json::parse(out)["total"] == 0);
+    CHECK(RunDaemon(dir, {"dead", "purge", "--spool", sp, name}) == kExitNoInput);
+  }
+}
