@@ -27,7 +27,6 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <thread>
@@ -35,6 +34,8 @@
 
 #include <httplib.h>
 #include <nlohmann/json.hpp>
+
+#include "test_files.h"
 
 extern char** environ;
 
@@ -149,33 +150,21 @@ class CentralProcess {
   }
 
   // Returns the stored rows (lines of DIR/received.ndjson, without the newline).
-  std::vector<std::string> received_rows() const { return Lines(dir_ / "received.ndjson"); }
+  std::vector<std::string> received_rows() const { return ReadLines(dir_ / "received.ndjson"); }
 
   // Returns one JSON object per POST decided so far (all runs on this directory).
   std::vector<nlohmann::json> request_log() const {
     std::vector<nlohmann::json> out;
-    for (const auto& line : Lines(request_log_path())) {
+    for (const auto& line : ReadLines(request_log_path())) {
       out.push_back(nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false));
     }
     return out;
   }
 
   // Returns what the child wrote to stderr (all runs on this directory).
-  std::string stderr_text() const {
-    std::ifstream in(dir_ / "central.stderr");
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
+  std::string stderr_text() const { return ReadFile(dir_ / "central.stderr"); }
 
  private:
-  static std::vector<std::string> Lines(const std::filesystem::path& path) {
-    std::vector<std::string> lines;
-    std::ifstream in(path);
-    for (std::string line; std::getline(in, line);) lines.push_back(line);
-    return lines;
-  }
-
   // Collects the child's status; returns true if it has exited.
   bool Reap(bool block) {
     if (pid_ <= 0) return true;

@@ -4,12 +4,12 @@
 #include <algorithm>
 #include <cstdint>
 #include <filesystem>
-#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "fwdsink/chunker.h"
+#include "test_files.h"
 
 namespace {
 
@@ -35,11 +35,10 @@ std::filesystem::path TmpDir() {
   return dir;
 }
 
+// Writes `content` to the chunker's scratch folder as `name` and returns the path.
 std::filesystem::path WriteFile(const std::string& name, const std::string& content) {
   const auto path = TmpDir() / name;
-  std::ofstream f(path, std::ios::binary | std::ios::trunc);
-  f.write(content.data(), static_cast<std::streamsize>(content.size()));
-  REQUIRE(f.good());
+  REQUIRE(fwdsink::test::WriteFile(path, content));
   return path;
 }
 

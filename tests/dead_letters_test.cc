@@ -4,15 +4,14 @@
 
 #include <doctest/doctest.h>
 
-#include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "fwdsink/spool.h"
+#include "test_files.h"
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
@@ -22,9 +21,14 @@ using fwdsink::DeadFilter;
 using fwdsink::DeadKind;
 using fwdsink::Spool;
 using fwdsink::SpoolErrc;
+using fwdsink::test::FileNames;
+using fwdsink::test::FreshDir;
+using fwdsink::test::ReadFile;
+using fwdsink::test::WriteFile;
 
 namespace {
 
+constexpr std::string_view kSuite = "dead_letters_test";  // folder under FWDSINK_TEST_TMP
 constexpr const char* kPartA = "20261130T090000.000Z-7-00000001";
 constexpr const char* kPartB = "20261130T091500.000Z-7-00000002";
 constexpr std::string_view kRows =
@@ -34,30 +38,6 @@ constexpr std::uint64_t kRow3Begin = 44;
 // 2026-11-30T09:46:40.250Z
 const std::chrono::system_clock::time_point kNow =
     std::chrono::system_clock::time_point(std::chrono::milliseconds(1'796'032'000'250));
-
-fs::path FreshDir(const std::string& tag) {
-  const fs::path dir = fs::path(FWDSINK_TEST_TMP) / "dead_letters_test" / tag;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-void WriteFile(const fs::path& path, std::string_view bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-std::vector<std::string> FileNames(const fs::path& dir) {
-  std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
 
 Spool OpenSpool(const fs::path& dir) {
   auto spool = Spool::Open(dir);
@@ -96,7 +76,7 @@ const std::string kDeadB = std::string(kPartB) + ".22-68";
 }  // namespace
 
 TEST_CASE("DeadLetterChunk writes the rows and a record, atomically") {
-  const fs::path dir = FreshDir("chunk");
+  const fs::path dir = FreshDir(kSuite, "chunk");
   Spool spool = OpenSpool(dir);
   auto e = spool.DeadLetterChunk(kPartA, kRow2Begin, kRow3Begin, Slice(kRow2Begin, kRow3Begin),
                                  422, "schema_mismatch", kNow);
@@ -128,7 +108,7 @@ TEST_CASE("DeadLetterChunk writes the rows and a record, atomically") {
 }
 
 TEST_CASE("DeadLetterPartition moves the partition and drops its cursor") {
-  const fs::path dir = FreshDir("partition");
+  const fs::path dir = FreshDir(kSuite, "partition");
   Spool spool = OpenSpool(dir);
   REQUIRE(spool.SaveCursor(kPartB, kRow2Begin).ok());
   REQUIRE(spool.RecordFailure(kPartB, kNow - 2h).ok());
@@ -161,7 +141,7 @@ TEST_CASE("DeadLetterPartition moves the partition and drops its cursor") {
 }
 
 TEST_CASE("ListDead filters: each one matches and excludes") {
-  const fs::path dir = FreshDir("filters");
+  const fs::path dir = FreshDir(kSuite, "filters");
   Spool spool = OpenSpool(dir);
   MakeThree(spool);
   DeadFilter f;
@@ -218,7 +198,7 @@ TEST_CASE("ListDead filters: each one matches and excludes") {
 }
 
 TEST_CASE("ListDead search looks in the record and in the dead rows only") {
-  const fs::path dir = FreshDir("search");
+  const fs::path dir = FreshDir(kSuite, "search");
   Spool spool = OpenSpool(dir);
   MakeThree(spool);
   DeadFilter f;
@@ -250,7 +230,7 @@ TEST_CASE("ListDead search looks in the record and in the dead rows only") {
 }
 
 TEST_CASE("ListDead search finds a match across read blocks") {
-  const fs::path dir = FreshDir("search_blocks");
+  const fs::path dir = FreshDir(kSuite, "search_blocks");
   Spool spool = OpenSpool(dir);
   // A row long enough that the needle straddles the 64 KiB read boundary.
   std::string row(64 * 1024 - 3, 'x');
@@ -265,7 +245,7 @@ TEST_CASE("ListDead search finds a match across read blocks") {
 }
 
 TEST_CASE("ListDead pages in a stable oldest-first order") {
-  const fs::path dir = FreshDir("paging");
+  const fs::path dir = FreshDir(kSuite, "paging");
   Spool spool = OpenSpool(dir);
   std::vector<std::string> all;
   // Written newest first, so the order must come from dead_at, not from creation.
@@ -293,7 +273,7 @@ TEST_CASE("ListDead pages in a stable oldest-first order") {
 }
 
 TEST_CASE("Requeue makes a ready partition with the same bytes and keeps the audit record") {
-  const fs::path dir = FreshDir("requeue");
+  const fs::path dir = FreshDir(kSuite, "requeue");
   Spool spool = OpenSpool(dir);
   MakeThree(spool);
   REQUIRE(spool.MarkDelivered(kPartA).ok());  // ready/ now empty
@@ -337,7 +317,7 @@ TEST_CASE("Requeue makes a ready partition with the same bytes and keeps the aud
 }
 
 TEST_CASE("Purge deletes dead letters by name or by filter") {
-  const fs::path dir = FreshDir("purge");
+  const fs::path dir = FreshDir(kSuite, "purge");
   Spool spool = OpenSpool(dir);
   MakeThree(spool);
 
@@ -365,7 +345,7 @@ TEST_CASE("Purge deletes dead letters by name or by filter") {
 }
 
 TEST_CASE("Dead-letter operations reject invalid partition names") {
-  const fs::path dir = FreshDir("names");
+  const fs::path dir = FreshDir(kSuite, "names");
   Spool spool = OpenSpool(dir);
   CHECK(spool.DeadLetterChunk("a/b", 0, 1, "x", 400, "r", kNow).status().code ==
         SpoolErrc::kInvalidName);
@@ -375,7 +355,7 @@ TEST_CASE("Dead-letter operations reject invalid partition names") {
 }
 
 TEST_CASE("An unreadable record is reported by name, not fatal") {
-  const fs::path dir = FreshDir("unreadable");
+  const fs::path dir = FreshDir(kSuite, "unreadable");
   Spool spool = OpenSpool(dir);
   MakeThree(spool);
   WriteFile(spool.dead_dir() / "broken.0-1.json", "{not json");

@@ -10,18 +10,23 @@
 
 #include "fwdsink/driver.h"
 #include "scripted_server.h"
+#include "test_files.h"
 
 using namespace std::chrono_literals;
+using fwdsink::test::FileNames;
+using fwdsink::test::FreshDir;
+using fwdsink::test::WriteFile;
 using fwdsink_test::ScriptedServer;
 using std::chrono::milliseconds;
 
 namespace {
 
+constexpr std::string_view kSuite = "driver";  // folder under FWDSINK_TEST_TMP
 constexpr std::size_t kChunkBytes = 64;
 
+// Returns an empty spool folder with its ready/ subfolder, as the producer leaves it.
 std::filesystem::path FreshSpool(const std::string& name) {
-  auto dir = std::filesystem::path(FWDSINK_TEST_TMP) / "driver" / name;
-  std::filesystem::remove_all(dir);
+  auto dir = FreshDir(kSuite, name);
   std::filesystem::create_directories(dir / "ready");
   return dir;
 }
@@ -68,15 +73,6 @@ struct Harness {
   }
 };
 
-std::vector<std::string> ReadyNames(const std::filesystem::path& spool) {
-  std::vector<std::string> out;
-  for (const auto& e : std::filesystem::directory_iterator(spool / "ready")) {
-    out.push_back(e.path().filename().string());
-  }
-  std::sort(out.begin(), out.end());
-  return out;
-}
-
 httplib::Headers RetryAfter(const std::string& v) { return {{"Retry-After", v}}; }
 
 }  // namespace
@@ -90,7 +86,7 @@ TEST_CASE("TickDeliversOldestFirstAndRemovesDeliveredPartitions") {
   const auto r = h.driver->Tick();
   CHECK(r.delivered == 2);
   CHECK(r.all_delivered());
-  CHECK(ReadyNames(spool).empty());
+  CHECK(FileNames(spool / "ready").empty());
   CHECK(std::filesystem::is_empty(spool / "state"));
   const auto reqs = server.requests();
   REQUIRE_FALSE(reqs.empty());
@@ -113,7 +109,7 @@ TEST_CASE("OneThrottledPartitionIsRespooledAndTheTickMovesOnBehindTheSharedGate"
   CHECK(r.delivered == 1);  // b was not thrown away
   CHECK(r.throttled);
   CHECK_FALSE(r.all_delivered());
-  CHECK(ReadyNames(spool) == std::vector<std::string>{"a.ndjson"});
+  CHECK(FileNames(spool / "ready") == std::vector<std::string>{"a.ndjson"});
   // a's cursor sits at the end of its acknowledged first chunk.
   const auto cursor = h.driver->spool().LoadCursor("a");
   CHECK(cursor.status == fwdsink::CursorStatus::kOk);
@@ -133,7 +129,7 @@ TEST_CASE("OneThrottledPartitionIsRespooledAndTheTickMovesOnBehindTheSharedGate"
     REQUIRE(reqs.size() > before);
     CHECK(reqs[before].key == "a:" + std::to_string(cursor.offset) + "-" +
                                   std::to_string(cursor.offset + reqs[before].body.size()));
-    CHECK(ReadyNames(spool).empty());
+    CHECK(FileNames(spool / "ready").empty());
   }
 }
 
@@ -150,7 +146,7 @@ TEST_CASE("PoisonedRowGoesToDeadLettersAndTheRestOfThePartitionGoesOn") {
   const auto r = h.driver->Tick();
   CHECK(r.poisoned_chunks == 1);
   CHECK(r.delivered == 1);
-  CHECK(ReadyNames(spool).empty());
+  CHECK(FileNames(spool / "ready").empty());
   const auto dead = h.driver->spool().ListDead({}, h.clock.SystemNow());
   REQUIRE(dead);
   REQUIRE(dead->entries.size() == 1);
@@ -172,20 +168,20 @@ TEST_CASE("HorizonMovesAPartitionFailingTooLongToDeadLettersWhole") {
   auto r = h.driver->Tick();  // first failure recorded
   CHECK(r.respooled == 1);
   CHECK(r.horizon_dead == 0);
-  CHECK(ReadyNames(spool).size() == 1);
+  CHECK(FileNames(spool / "ready").size() == 1);
 
   SUBCASE("twin: still inside the horizon, the partition stays") {
     h.clock.Advance(30min);
     r = h.driver->Tick();
     CHECK(r.horizon_dead == 0);
-    CHECK(ReadyNames(spool).size() == 1);
+    CHECK(FileNames(spool / "ready").size() == 1);
     CHECK(h.driver->counters().horizon_give_ups == 0);
   }
   SUBCASE("past the horizon it goes to dead letters, counted separately") {
     h.clock.Advance(2h);
     r = h.driver->Tick();
     CHECK(r.horizon_dead == 1);
-    CHECK(ReadyNames(spool).empty());
+    CHECK(FileNames(spool / "ready").empty());
     CHECK(h.driver->counters().horizon_give_ups == 1);
     CHECK(h.Count("driver.horizon_give_up") == 1);
     const auto dead = h.driver->spool().ListDead({}, h.clock.SystemNow());
@@ -205,7 +201,7 @@ TEST_CASE("CorruptCursorResumesFromZeroWithTheSameKeys") {
   }
   // Tear the cursor record.
   for (const auto& e : std::filesystem::directory_iterator(spool / "state")) {
-    std::ofstream(e.path(), std::ios::trunc) << "fwdsink-cursor v1 offs";
+    WriteFile(e.path(), "fwdsink-cursor v1 offs");
   }
   Harness h(spool, server.url());
   const auto r = h.driver->Tick();
@@ -226,7 +222,7 @@ TEST_CASE("AnAuthErrorStopsTheTickWithoutTouchingTheOtherPartitions") {
   CHECK(r.errors == 1);
   CHECK(r.last_error == fwdsink::Outcome::kAuthError);
   CHECK(server.requests().size() == 1);
-  CHECK(ReadyNames(spool).size() == 2);
+  CHECK(FileNames(spool / "ready").size() == 2);
 }
 
 TEST_CASE("CloseStopsRunPromptlyFromAnotherThread") {

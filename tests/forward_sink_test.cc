@@ -10,9 +10,13 @@
 #include "fwdsink/codec.h"
 #include "fwdsink/forward_sink.h"
 #include "scripted_server.h"
+#include "test_files.h"
 
 using namespace std::chrono_literals;
 using fwdsink::Outcome;
+using fwdsink::test::FreshDir;
+using fwdsink::test::ReadFile;
+using fwdsink::test::WriteFile;
 using fwdsink_test::Reply;
 using fwdsink_test::ScriptedServer;
 using std::chrono::milliseconds;
@@ -30,27 +34,16 @@ struct StringMaker<std::vector<milliseconds>> {
 
 namespace {
 
+constexpr std::string_view kSuite = "forward_sink";  // folder under FWDSINK_TEST_TMP
 constexpr std::size_t kChunkBytes = 64;  // a few ~20-byte rows per chunk
 const char* kPartition = "p1";
 
-std::filesystem::path TempDir(const std::string& name) {
-  auto dir = std::filesystem::path(FWDSINK_TEST_TMP) / "forward_sink" / name;
-  std::filesystem::remove_all(dir);
-  std::filesystem::create_directories(dir);
-  return dir;
-}
-
 // Writes `rows` rows of the form {"i":N,"pad":"xxxxxxxx"} and returns the path.
 std::filesystem::path WritePartition(const std::string& name, int rows) {
-  const auto path = TempDir(name) / "p1.ndjson";
+  const auto path = FreshDir(kSuite, name) / "p1.ndjson";
   std::ofstream out(path, std::ios::binary);
   for (int i = 0; i < rows; ++i) out << "{\"i\":" << i << ",\"pad\":\"xxxxxxxx\"}\n";
   return path;
-}
-
-std::string ReadFile(const std::filesystem::path& p) {
-  std::ifstream in(p, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), {});
 }
 
 struct Harness {
@@ -393,11 +386,8 @@ TEST_CASE("CursorThatCannotBeSavedStopsTheSink") {
 
 TEST_CASE("TornPartitionIsAClearErrorAndNothingIsSent") {
   ScriptedServer server;
-  const auto path = TempDir("torn") / "p1.ndjson";
-  {
-    std::ofstream out(path, std::ios::binary);
-    out << "{\"a\":1}\n{\"a\":2";  // no final newline
-  }
+  const auto path = FreshDir(kSuite, "torn") / "p1.ndjson";
+  WriteFile(path, "{\"a\":1}\n{\"a\":2");  // no final newline
   Harness h(server.url());
   const auto r = h.Forward(path);
   CHECK(r.outcome == Outcome::kPartitionError);

@@ -3,27 +3,26 @@
 // with every input row exactly once (the cursor is persisted after each ack; a chunk
 // re-sent after a crash carries the same Idempotency-Key and is deduplicated).
 #include <doctest/doctest.h>
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <optional>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "central_process.h"
+#include "daemon_process.h"
+#include "test_files.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using fwdsink::test::CentralProcess;
+using fwdsink::test::DaemonProcess;
+using fwdsink::test::ReadLines;
 using namespace std::chrono_literals;
 
 // ~4 MB of rows is ~600 KB on the wire (zstd); at 150 KB/s after a 64 KB burst the
@@ -37,50 +36,6 @@ constexpr const char* kChunkBytes = "64k";
 constexpr std::chrono::milliseconds kKillAfter[] = {300ms, 700ms, 500ms, 900ms};
 constexpr int kFinalRuns = 5;                 // --once passes allowed to finish the job
 constexpr auto kRunTimeout = 30s;
-constexpr auto kPoll = 5ms;
-
-// Spawns the daemon with output into dir/<tag>.stderr; returns its pid (-1 on failure).
-pid_t Spawn(const fs::path& dir, const std::string& tag, std::vector<std::string> args) {
-  args.insert(args.begin(), FWDSINK_DAEMON_BIN);
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  posix_spawn_file_actions_t fa;
-  posix_spawn_file_actions_init(&fa);
-  const auto out = (dir / (tag + ".stdout")).string();
-  const auto err = (dir / (tag + ".stderr")).string();
-  posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  pid_t pid = -1;
-  if (posix_spawn(&pid, argv[0], &fa, nullptr, argv.data(), environ) != 0) pid = -1;
-  posix_spawn_file_actions_destroy(&fa);
-  return pid;
-}
-
-// Waits (bounded) for `pid`; returns its exit code, 128+signal, or nullopt on timeout
-// (the child is then killed and reaped).
-std::optional<int> WaitFor(pid_t pid, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
-    int status = 0;
-    if (::waitpid(pid, &status, WNOHANG) == pid) {
-      return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    }
-    if (std::chrono::steady_clock::now() >= deadline) {
-      ::kill(pid, SIGKILL);
-      ::waitpid(pid, nullptr, 0);
-      return std::nullopt;
-    }
-    std::this_thread::sleep_for(kPoll);
-  }
-}
-
-std::vector<std::string> ReadLines(const fs::path& p) {
-  std::vector<std::string> lines;
-  std::ifstream in(p);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
 
 // Every row currently sealed in spool/ready, in no particular order.
 std::vector<std::string> ReadyRows(const fs::path& spool) {
@@ -102,10 +57,10 @@ TEST_CASE("SIGKILL at several points, restart, finish: every row exactly once") 
   REQUIRE(central.Start({"--rate", kRate, "--burst", kBurst}));
   const std::string url = "http://127.0.0.1:" + std::to_string(central.port()) + "/ingest";
 
-  const pid_t gen = Spawn(dir, "generate", {"generate", "--spool", spool.string(), "--bytes",
-                                            kSpoolBytes, "--partitions", kPartitions});
-  REQUIRE(gen > 0);
-  REQUIRE(WaitFor(gen, kRunTimeout) == std::optional<int>(0));
+  DaemonProcess gen(dir, "generate", {"generate", "--spool", spool.string(), "--bytes",
+                                       kSpoolBytes, "--partitions", kPartitions});
+  REQUIRE(gen.started());
+  REQUIRE(gen.Wait(kRunTimeout) == std::optional<int>(0));
   std::vector<std::string> input = ReadyRows(spool);
   REQUIRE(input.size() > 10'000);
 
@@ -116,11 +71,11 @@ TEST_CASE("SIGKILL at several points, restart, finish: every row exactly once") 
   int killed_mid_stream = 0;
   for (std::size_t i = 0; i < std::size(kKillAfter); ++i) {
     CAPTURE(i);
-    const pid_t pid = Spawn(dir, "run" + std::to_string(i), forward);
-    REQUIRE(pid > 0);
+    DaemonProcess run(dir, "run" + std::to_string(i), forward);
+    REQUIRE(run.started());
     std::this_thread::sleep_for(kKillAfter[i]);  // the crash point, not a timing check
-    ::kill(pid, SIGKILL);
-    const auto code = WaitFor(pid, kRunTimeout);
+    run.Signal(SIGKILL);
+    const auto code = run.Wait(kRunTimeout);
     REQUIRE(code.has_value());
     CHECK(*code == 128 + SIGKILL);  // it was still forwarding: the kill landed mid-stream
     if (*code == 128 + SIGKILL) ++killed_mid_stream;
@@ -132,13 +87,14 @@ TEST_CASE("SIGKILL at several points, restart, finish: every row exactly once") 
 
   std::optional<int> last;
   for (int run = 0; run < kFinalRuns && last != std::optional<int>(0); ++run) {
-    const pid_t pid = Spawn(dir, "final" + std::to_string(run), [&] {
+    // A run still going at the timeout is killed when `once` goes out of scope.
+    DaemonProcess once(dir, "final" + std::to_string(run), [&] {
       auto a = forward;
       a.push_back("--once");
       return a;
     }());
-    REQUIRE(pid > 0);
-    last = WaitFor(pid, kRunTimeout);
+    REQUIRE(once.started());
+    last = once.Wait(kRunTimeout);
   }
   REQUIRE(last == std::optional<int>(0));
 

@@ -1,17 +1,11 @@
 // The `fwdsink` daemon as a process: --once exit codes, option errors, SIGTERM during a
 // long wait, and the dead-letter commands. Real processes on 127.0.0.1, bounded waits.
 #include <doctest/doctest.h>
-#include <fcntl.h>
 #include <signal.h>
-#include <spawn.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -19,6 +13,7 @@
 #include <nlohmann/json.hpp>
 
 #include "central_process.h"
+#include "daemon_process.h"
 #include "fwdsink/spool.h"
 #include "fwdsink/spool_writer.h"
 
@@ -26,76 +21,21 @@ namespace {
 
 namespace fs = std::filesystem;
 using fwdsink::test::CentralProcess;
+using fwdsink::test::DaemonProcess;
 using namespace std::chrono_literals;
 
 constexpr auto kRunTimeout = 20s;        // any single daemon run
 constexpr auto kPoll = 5ms;
 constexpr auto kStopDeadline = 1s;       // SIGTERM to exit, per the contract
+constexpr const char* kTag = "daemon";   // output in DIR/daemon.stdout and DIR/daemon.stderr
 constexpr int kExitOk = 0, kExitUsage = 64, kExitDataErr = 65, kExitNoInput = 66,
               kExitTempFail = 75;
 
-// One run of the daemon binary, stdout/stderr captured to files in `dir`.
-// TODO(lead): shared with integration_crash_test.cc; hoist into tests/daemon_process.h.
-class Daemon {
- public:
-  Daemon(fs::path dir, std::vector<std::string> args) : dir_(std::move(dir)) {
-    args.insert(args.begin(), FWDSINK_DAEMON_BIN);
-    std::vector<char*> argv;
-    for (auto& a : args) argv.push_back(a.data());
-    argv.push_back(nullptr);
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    const auto out = (dir_ / "daemon.stdout").string();
-    const auto err = (dir_ / "daemon.stderr").string();
-    posix_spawn_file_actions_addopen(&fa, STDOUT_FILENO, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, STDERR_FILENO, err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    if (posix_spawn(&pid_, argv[0], &fa, nullptr, argv.data(), environ) != 0) pid_ = -1;
-    posix_spawn_file_actions_destroy(&fa);
-  }
-  ~Daemon() {
-    if (pid_ > 0) {
-      ::kill(pid_, SIGKILL);
-      ::waitpid(pid_, nullptr, 0);
-    }
-  }
-  // Waits up to `timeout` for the exit; returns the exit code (128+signal if killed),
-  // or nullopt on timeout.
-  std::optional<int> Wait(std::chrono::milliseconds timeout = kRunTimeout) {
-    const auto deadline = std::chrono::steady_clock::now() + timeout;
-    while (pid_ > 0) {
-      int status = 0;
-      const pid_t r = ::waitpid(pid_, &status, WNOHANG);
-      if (r == pid_) {
-        pid_ = -1;
-        code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-        break;
-      }
-      if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
-      std::this_thread::sleep_for(kPoll);
-    }
-    return code_;
-  }
-  void Signal(int sig) const { if (pid_ > 0) ::kill(pid_, sig); }
-  std::string err() const { return Read(dir_ / "daemon.stderr"); }
-  std::string out() const { return Read(dir_ / "daemon.stdout"); }
-
- private:
-  static std::string Read(const fs::path& p) {
-    std::ifstream in(p);
-    std::stringstream ss;
-    ss << in.rdbuf();
-    return ss.str();
-  }
-  fs::path dir_;
-  pid_t pid_ = -1;
-  std::optional<int> code_;
-};
-
-// Runs the daemon to completion and returns its exit code (-1 on timeout).
+// Runs the daemon to completion and returns its exit code (-1 on timeout; it is then killed).
 int RunDaemon(const fs::path& dir, std::vector<std::string> args, std::string* out = nullptr,
               std::string* err = nullptr) {
-  Daemon d(dir, std::move(args));
-  const auto code = d.Wait();
+  DaemonProcess d(dir, kTag, std::move(args));
+  const auto code = d.Wait(kRunTimeout);
   if (out) *out = d.out();
   if (err) *err = d.err();
   return code.value_or(-1);
@@ -222,8 +162,8 @@ TEST_CASE("SIGTERM during a long wait exits 0 within 1 s with the cursor at the 
   // Posts 1 and 2 are accepted, post 3 gets 503 with Retry-After: 60.
   REQUIRE(central.Start({"--fail-every", "3", "--fail-status", "503", "--retry-after", "60"}));
   Generate(dir, spool, "100k", "1");
-  Daemon d(dir, {"forward", "--spool", spool.string(), "--url", Url(central), "--chunk-bytes",
-                 "8k", "--log-json"});
+  DaemonProcess d(dir, kTag, {"forward", "--spool", spool.string(), "--url", Url(central),
+                              "--chunk-bytes", "8k", "--log-json"});
 
   // Bounded wait until the daemon reports the long pause.
   const auto deadline = std::chrono::steady_clock::now() + kRunTimeout;

@@ -3,50 +3,31 @@
 
 #include <doctest/doctest.h>
 
-#include <algorithm>
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
+
+#include "test_files.h"
 
 namespace fs = std::filesystem;
 using fwdsink::CursorStatus;
 using fwdsink::Spool;
 using fwdsink::SpoolErrc;
+using fwdsink::test::FileNames;
+using fwdsink::test::FreshDir;
+using fwdsink::test::ReadFile;
+using fwdsink::test::WriteFile;
 
 namespace {
 
+constexpr std::string_view kSuite = "spool_test";  // folder under FWDSINK_TEST_TMP
 constexpr const char* kPartition = "20261130T102124.123Z-42-00000001";
 constexpr const char* kRows = "{\"a\":1}\n{\"a\":2}\n{\"a\":3}\n";  // lines end at 8, 16, 24
 constexpr std::uint64_t kSecondLineStart = 8;
 const std::chrono::system_clock::time_point kT1 =
     std::chrono::system_clock::time_point(std::chrono::milliseconds(1'764'498'084'123));
 const std::chrono::system_clock::time_point kT2 = kT1 + std::chrono::minutes(7);
-
-fs::path FreshDir(const std::string& tag) {
-  const fs::path dir = fs::path(FWDSINK_TEST_TMP) / "spool_test" / tag;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-void WriteFile(const fs::path& path, std::string_view bytes) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-}
-
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-std::vector<std::string> FileNames(const fs::path& dir) {
-  std::vector<std::string> names;
-  for (const auto& e : fs::directory_iterator(dir)) names.push_back(e.path().filename().string());
-  std::sort(names.begin(), names.end());
-  return names;
-}
 
 Spool OpenWithPartition(const fs::path& dir) {
   auto spool = Spool::Open(dir);
@@ -58,7 +39,7 @@ Spool OpenWithPartition(const fs::path& dir) {
 }  // namespace
 
 TEST_CASE("Open creates the spool folders and names the path on failure") {
-  const fs::path dir = FreshDir("open");
+  const fs::path dir = FreshDir(kSuite, "open");
   SUBCASE("creates ready, state, dead and incoming") {
     auto spool = Spool::Open(dir / "spool");
     REQUIRE(spool.ok());
@@ -76,7 +57,7 @@ TEST_CASE("Open creates the spool folders and names the path on failure") {
 }
 
 TEST_CASE("Cursor round trip") {
-  const fs::path dir = FreshDir("roundtrip");
+  const fs::path dir = FreshDir(kSuite, "roundtrip");
   Spool spool = OpenWithPartition(dir);
 
   SUBCASE("no cursor yet is kMissing at offset 0") {
@@ -110,7 +91,7 @@ TEST_CASE("Cursor round trip") {
 }
 
 TEST_CASE("A torn or corrupt cursor is reported and resumes from 0") {
-  const fs::path dir = FreshDir("corrupt");
+  const fs::path dir = FreshDir(kSuite, "corrupt");
   Spool spool = OpenWithPartition(dir);
   REQUIRE(spool.RecordFailure(kPartition, kT1).ok());
   REQUIRE(spool.SaveCursor(kPartition, kSecondLineStart).ok());
@@ -145,7 +126,7 @@ TEST_CASE("A torn or corrupt cursor is reported and resumes from 0") {
 }
 
 TEST_CASE("A checksummed cursor that does not fit the partition resumes from 0") {
-  const fs::path dir = FreshDir("misfit");
+  const fs::path dir = FreshDir(kSuite, "misfit");
   Spool spool = OpenWithPartition(dir);
   REQUIRE(spool.RecordFailure(kPartition, kT1).ok());
 
@@ -177,7 +158,7 @@ TEST_CASE("A checksummed cursor that does not fit the partition resumes from 0")
 }
 
 TEST_CASE("The first failure persists and is never overwritten") {
-  const fs::path dir = FreshDir("failures");
+  const fs::path dir = FreshDir(kSuite, "failures");
   {
     Spool spool = OpenWithPartition(dir);
     REQUIRE(spool.RecordFailure(kPartition, kT1).ok());
@@ -195,7 +176,7 @@ TEST_CASE("The first failure persists and is never overwritten") {
 }
 
 TEST_CASE("Twin: without a failure there is no failure history") {
-  const fs::path dir = FreshDir("no_failures");
+  const fs::path dir = FreshDir(kSuite, "no_failures");
   Spool spool = OpenWithPartition(dir);
   REQUIRE(spool.SaveCursor(kPartition, kSecondLineStart).ok());
   const auto c = spool.LoadCursor(kPartition);
@@ -205,7 +186,7 @@ TEST_CASE("Twin: without a failure there is no failure history") {
 }
 
 TEST_CASE("ClearFailures forgets the failure history and keeps the offset") {
-  const fs::path dir = FreshDir("clear_failures");
+  const fs::path dir = FreshDir(kSuite, "clear_failures");
   Spool spool = OpenWithPartition(dir);
   constexpr const char* kOther = "20261130T102124.124Z-42-00000002";
   WriteFile(spool.PartitionPath(kOther), kRows);
@@ -229,7 +210,7 @@ TEST_CASE("ClearFailures forgets the failure history and keeps the offset") {
 }
 
 TEST_CASE("ListReady lists sealed partitions oldest first and ignores the rest") {
-  const fs::path dir = FreshDir("list");
+  const fs::path dir = FreshDir(kSuite, "list");
   auto spool = Spool::Open(dir);
   REQUIRE(spool.ok());
   const fs::path ready = spool->ready_dir();
@@ -257,7 +238,7 @@ TEST_CASE("ListReady lists sealed partitions oldest first and ignores the rest")
 }
 
 TEST_CASE("MarkDelivered removes the partition and its cursor only") {
-  const fs::path dir = FreshDir("delivered");
+  const fs::path dir = FreshDir(kSuite, "delivered");
   Spool spool = OpenWithPartition(dir);
   constexpr const char* kOther = "20261130T102124.124Z-42-00000002";
   WriteFile(spool.PartitionPath(kOther), kRows);
@@ -275,7 +256,7 @@ TEST_CASE("MarkDelivered removes the partition and its cursor only") {
 }
 
 TEST_CASE("Invalid partition names are rejected") {
-  const fs::path dir = FreshDir("names");
+  const fs::path dir = FreshDir(kSuite, "names");
   auto spool = Spool::Open(dir);
   REQUIRE(spool.ok());
   for (const std::string& bad : {std::string(""), std::string(".hidden"), std::string(".."),

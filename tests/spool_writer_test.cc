@@ -5,11 +5,11 @@
 
 #include <chrono>
 #include <filesystem>
-#include <fstream>
 #include <string>
 #include <vector>
 
 #include "fwdsink/spool.h"
+#include "test_files.h"
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
@@ -17,9 +17,12 @@ using fwdsink::Spool;
 using fwdsink::SpoolErrc;
 using fwdsink::SpoolWriter;
 using fwdsink::SpoolWriterOptions;
+using fwdsink::test::FreshDir;
+using fwdsink::test::ReadFile;
 
 namespace {
 
+constexpr std::string_view kSuite = "spool_writer_test";  // folder under FWDSINK_TEST_TMP
 constexpr std::string_view kRow10 = "0123456789";  // 11 bytes with its newline
 constexpr auto kMaxAge = 10s;
 
@@ -33,18 +36,6 @@ struct FakeClock {
 struct FakeWall {
   std::chrono::system_clock::time_point now{std::chrono::milliseconds(1'764'498'084'123)};
 };
-
-fs::path FreshDir(const std::string& tag) {
-  const fs::path dir = fs::path(FWDSINK_TEST_TMP) / "spool_writer_test" / tag;
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
-std::string ReadFile(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
 
 std::size_t CountFiles(const fs::path& dir) {
   return static_cast<std::size_t>(
@@ -75,7 +66,7 @@ std::vector<fwdsink::ReadyPartition> Ready(const fs::path& dir) {
 }  // namespace
 
 TEST_CASE("SpoolWriter rolls at the size limit") {
-  const fs::path dir = FreshDir("size");
+  const fs::path dir = FreshDir(kSuite, "size");
   FakeClock clock;
   FakeWall wall;
 
@@ -126,7 +117,7 @@ TEST_CASE("SpoolWriter rolls at the size limit") {
 }
 
 TEST_CASE("SpoolWriter rolls at the age limit") {
-  const fs::path dir = FreshDir("age");
+  const fs::path dir = FreshDir(kSuite, "age");
   FakeClock clock;
   FakeWall wall;
   auto w = SpoolWriter::Open(dir, Options(clock, wall, 1 << 20));
@@ -158,7 +149,7 @@ TEST_CASE("SpoolWriter rolls at the age limit") {
 }
 
 TEST_CASE("SpoolWriter seals atomically") {
-  const fs::path dir = FreshDir("atomic");
+  const fs::path dir = FreshDir(kSuite, "atomic");
   FakeClock clock;
   FakeWall wall;
   auto w = SpoolWriter::Open(dir, Options(clock, wall, 1 << 20));
@@ -185,7 +176,7 @@ TEST_CASE("SpoolWriter seals atomically") {
 }
 
 TEST_CASE("SpoolWriter rejects rows that are not exactly one line") {
-  const fs::path dir = FreshDir("rows");
+  const fs::path dir = FreshDir(kSuite, "rows");
   FakeClock clock;
   FakeWall wall;
   auto w = SpoolWriter::Open(dir, Options(clock, wall, 1 << 20));
@@ -205,7 +196,7 @@ TEST_CASE("SpoolWriter rejects rows that are not exactly one line") {
 }
 
 TEST_CASE("SpoolWriter names sort oldest first, and the destructor seals") {
-  const fs::path dir = FreshDir("names");
+  const fs::path dir = FreshDir(kSuite, "names");
   FakeClock clock;
   FakeWall wall;
   std::vector<std::string> names;
@@ -230,7 +221,7 @@ TEST_CASE("SpoolWriter names sort oldest first, and the destructor seals") {
 }
 
 TEST_CASE("SpoolWriter validates its options") {
-  const fs::path dir = FreshDir("options");
+  const fs::path dir = FreshDir(kSuite, "options");
   CHECK(SpoolWriter::Open(dir, SpoolWriterOptions{.max_bytes = 0}).status().code ==
         SpoolErrc::kInvalidArgument);
   CHECK(SpoolWriter::Open(dir, SpoolWriterOptions{.max_age = 0s}).status().code ==

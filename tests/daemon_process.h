@@ -1,0 +1,111 @@
+// DaemonProcess: runs the `fwdsink` daemon binary (FWDSINK_DAEMON_BIN) as a child process
+// for integration tests, its stdout and stderr captured to DIR/<tag>.stdout and
+// DIR/<tag>.stderr.
+//
+//   DaemonProcess run(dir, "run1", {"forward", "--once", "--spool", spool, "--url", url});
+//   REQUIRE(run.started());
+//   CHECK(run.Wait(20s) == std::optional<int>(0));
+//   CHECK(run.err().find("\"event\":\"daemon.exit\"") != std::string::npos);
+//
+// Every wait is bounded, and the destructor SIGKILLs and reaps a child that still runs, so
+// a failing REQUIRE or a timed-out Wait() never leaves a daemon behind. Re-using a tag in
+// the same DIR overwrites that tag's output files.
+//
+// Threading: one test thread owns a DaemonProcess; out() and err() only read files, so
+// they may be polled while the child runs.
+#pragma once
+
+#include <fcntl.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "test_files.h"
+
+extern char** environ;
+
+namespace fwdsink::test {
+
+class DaemonProcess {
+ public:
+  // How often Wait() looks at the child.
+  static constexpr auto kPoll = std::chrono::milliseconds(5);
+
+  // Spawns FWDSINK_DAEMON_BIN with `args`; started() tells whether the spawn worked.
+  DaemonProcess(std::filesystem::path dir, const std::string& tag,
+                std::vector<std::string> args)
+      : out_path_(dir / (tag + ".stdout")), err_path_(dir / (tag + ".stderr")) {
+    args.insert(args.begin(), FWDSINK_DAEMON_BIN);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    posix_spawn_file_actions_t actions;
+    posix_spawn_file_actions_init(&actions);
+    posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, out_path_.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path_.c_str(),
+                                     O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    pid_t pid = -1;
+    if (posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ) == 0) pid_ = pid;
+    posix_spawn_file_actions_destroy(&actions);
+    started_ = pid_ > 0;
+  }
+  DaemonProcess(const DaemonProcess&) = delete;
+  DaemonProcess& operator=(const DaemonProcess&) = delete;
+
+  // Kills and reaps the child if it still runs.
+  ~DaemonProcess() {
+    if (pid_ > 0) {
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+  }
+
+  // Returns whether the child was spawned.
+  bool started() const { return started_; }
+
+  // Waits up to `timeout` for the child to exit and reaps it. Returns its exit code
+  // (128+signal if a signal ended it), or nullopt if it still runs at the deadline or was
+  // never started. After the exit, returns the same code again at once.
+  std::optional<int> Wait(std::chrono::milliseconds timeout) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (pid_ > 0) {
+      int status = 0;
+      if (::waitpid(pid_, &status, WNOHANG) == pid_) {
+        pid_ = -1;
+        code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        break;
+      }
+      if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
+      std::this_thread::sleep_for(kPoll);
+    }
+    return code_;
+  }
+
+  // Sends `sig` to the child if it still runs (not yet reaped).
+  void Signal(int sig) const {
+    if (pid_ > 0) ::kill(pid_, sig);
+  }
+
+  // Returns what the child has written to stdout / stderr so far.
+  std::string out() const { return ReadFile(out_path_); }
+  std::string err() const { return ReadFile(err_path_); }
+
+ private:
+  std::filesystem::path out_path_;
+  std::filesystem::path err_path_;
+  pid_t pid_ = -1;       // > 0 while the child runs and is not yet reaped
+  bool started_ = false;
+  std::optional<int> code_;
+};
+
+}  // namespace fwdsink::test
