@@ -56,6 +56,7 @@ class ScriptedServer {
       for (const auto& [k, v] : r.headers) res.set_header(k, v);
       res.set_content(r.body, "application/json");
     });
+    server_.set_tcp_nodelay(true);  // see LLP 0011#tcp-nodelay
     port_ = server_.bind_to_any_port("127.0.0.1");
     thread_ = std::thread([this] { server_.listen_after_bind(); });
     // cpp-httplib 0.11.4 has no wait_until_ready(): poll is_running(), bounded.

@@ -93,6 +93,11 @@ int main(int argc, char** argv) {
   // httplib refuses (and drains) a body whose Content-Length is past this; the handler
   // turns that into our JSON 413.
   server->set_payload_max_length(static_cast<std::size_t>(options.max_body));
+  // cpp-httplib writes a response's headers and body in separate send()s; with Nagle on,
+  // the body waits for the client's delayed ACK (~40 ms) on every request, which made
+  // the receiver, not the client, the bottleneck of every benchmark.
+  // @ref LLP 0011#tcp-nodelay
+  server->set_tcp_nodelay(true);
   receiver->Register(*server);
 
   int port = options.port;
