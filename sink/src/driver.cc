@@ -70,6 +70,7 @@ Driver::Driver(DriverOptions options, ForwardDeps deps, Spool spool,
       deps_(std::move(deps)),
       spool_(std::move(spool)),
       sink_(std::move(sink)),
+      cursors_(std::make_unique<CursorWriter>(spool_)),
       overload_(options_.tick_pauses) {}
 
 Driver::~Driver() = default;
@@ -141,19 +142,24 @@ void Driver::ForwardOne(const ReadyPartition& p, TickReport& report, bool& stop_
     offset = 0;
   }
 
-  const auto on_ack = [this, &p](const AckedChunk& a) {
-    const SpoolStatus s = spool_.SaveCursor(p.name, a.end);
-    if (!s) {
-      counters_.spool_errors.fetch_add(1, std::memory_order_relaxed);
-      Emit({.name = "driver.spool_error", .partition = p.name, .reason = "cursor_save",
-            .message = s.message});
-    }
-    return s.ok();
+  // Cursors are saved on the writer thread while the next chunk is in flight; every
+  // path below flushes before touching the spool again. @ref LLP 0021#async-cursor
+  const auto on_ack = [this](const AckedChunk& a) {
+    return cursors_->Submit(std::string(a.partition), a.end);
   };
 
   bool progressed = false;
   for (;;) {
     const ForwardResult r = sink_->ForwardPartition(p.name, p.path, offset, on_ack);
+    if (const SpoolStatus saved = cursors_->Flush(); !saved) {
+      // The sink already stopped (Submit refused the next ack); the partition stays
+      // where its last saved cursor says, and is re-sent from there next tick.
+      counters_.spool_errors.fetch_add(1, std::memory_order_relaxed);
+      report.errors += 1;
+      Emit({.name = "driver.spool_error", .partition = p.name, .reason = "cursor_save",
+            .message = saved.message});
+      return;
+    }
     report.chunks_acked += r.chunks_acked;
     report.rows_acked += r.rows_acked;
     report.bytes_acked += r.bytes_acked;

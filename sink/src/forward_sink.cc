@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <deque>
+#include <future>
 
 #include "fwdsink/retry_after.h"
 
@@ -148,29 +149,52 @@ class ForwardSink::Run {
     if (stop_.stop_requested()) return Aborted();
     Chunker chunker = Chunker::Open(path, begin, o_.chunker);
     std::deque<Chunk> pending;  // halves of a split chunk, sent before the chunker's next
-    Chunk chunk;
+    Prepared cur;
+    Prepared ahead_buf;
+    std::future<NextStatus> ahead;       // reading + encoding ahead_buf on another thread
+    std::optional<NextStatus> stashed;   // a read-ahead held back behind split halves
+    // The only code that touches the chunker and the encoder while a read-ahead runs.
+    const auto fetch = [this, &chunker](Prepared& p) {
+      const NextStatus st = chunker.Next(p.chunk);
+      p.encoded = st == NextStatus::kChunk &&
+                  (identity_ || s_.encoder_.Encode(p.chunk.body, p.wire));
+      return st;
+    };
     for (;;) {
-      if (pending.empty()) {
-        const NextStatus st = chunker.Next(chunk);
-        if (st == NextStatus::kEnd) break;
-        if (st == NextStatus::kError) {
-          r_.outcome = Outcome::kPartitionError;
-          r_.reason = std::string(to_string(chunker.error()));
-          r_.message = chunker.error_message();
-          Emit({.name = "forward.error", .reason = r_.reason, .begin = chunker.error_offset(),
-                .message = r_.message});
-          return Finish();
-        }
-      } else {
-        chunk = std::move(pending.front());
+      NextStatus st = NextStatus::kChunk;
+      if (!pending.empty()) {
+        cur.chunk = std::move(pending.front());
+        cur.encoded = false;
         pending.pop_front();
+      } else if (stashed || ahead.valid()) {
+        st = stashed ? *stashed : ahead.get();
+        stashed.reset();
+        std::swap(cur, ahead_buf);
+      } else {
+        st = fetch(cur);
       }
-      switch (SendChunk(chunk)) {
+      if (st == NextStatus::kEnd) break;
+      if (st == NextStatus::kError) {
+        r_.outcome = Outcome::kPartitionError;
+        r_.reason = std::string(to_string(chunker.error()));
+        r_.message = chunker.error_message();
+        Emit({.name = "forward.error", .reason = r_.reason, .begin = chunker.error_offset(),
+              .message = r_.message});
+        return Finish();
+      }
+      // Read and encode the next chunk while this one is on the wire.
+      // @ref LLP 0014#read-ahead
+      if (pending.empty() && !stashed && chunker.ok() &&
+          chunker.offset() < chunker.file_size()) {
+        ahead = std::async(std::launch::async, fetch, std::ref(ahead_buf));
+      }
+      switch (SendChunk(cur)) {
         case Step::kAcked:
-          if (!Acked(chunk)) return Finish();
+          if (!Acked(cur.chunk)) return Finish();  // ~future waits for the read-ahead
           break;
         case Step::kSplit: {
-          auto halves = SplitChunk(chunk);  // SendChunk only asks for >= 2 rows
+          if (ahead.valid()) stashed = ahead.get();  // the halves go first
+          auto halves = SplitChunk(cur.chunk);       // SendChunk only asks for >= 2 rows
           pending.push_front(std::move(halves->second));
           pending.push_front(std::move(halves->first));
           break;
@@ -188,6 +212,13 @@ class ForwardSink::Run {
 
  private:
   enum class Step { kAcked, kSplit, kStop };
+
+  // A chunk and its encoded body, ready to send.
+  struct Prepared {
+    Chunk chunk;
+    std::string wire;
+    bool encoded = false;  // wire holds chunk.body encoded
+  };
 
   ForwardResult Finish() {
     s_.SetState({});
@@ -242,12 +273,14 @@ class ForwardSink::Run {
 
   // Sends one chunk until it is acknowledged, must be split, or we stop.
   // @ref LLP 0014#retry-in-place
-  Step SendChunk(const Chunk& c) {
+  Step SendChunk(Prepared& p) {
+    const Chunk& c = p.chunk;
     const std::string key =
         partition_ + ":" + std::to_string(c.begin) + "-" + std::to_string(c.end);
     // Encode once: every re-send carries the identical bytes under the identical key.
-    std::string wire;
-    if (!s_.encoder_.Encode(c.body, wire)) {
+    // Identity sends the chunk's own buffer: no copy (the transport hands it back intact).
+    std::string& wire = identity_ ? p.chunk.body : p.wire;
+    if (!identity_ && !p.encoded && !s_.encoder_.Encode(c.body, wire)) {
       r_.outcome = Outcome::kPartitionError;
       r_.reason = "encode_failed";
       r_.message = "compressing chunk " + key + " failed: " + s_.encoder_.error();
@@ -447,6 +480,7 @@ class ForwardSink::Run {
   std::stop_token stop_;
   ForwardResult r_;
   bool duplicate_ = false;
+  const bool identity_ = o_.compression == Compression::kIdentity;
 };
 
 std::unique_ptr<ForwardSink> ForwardSink::Create(ForwardOptions options, ForwardDeps deps,

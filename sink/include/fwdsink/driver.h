@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "fwdsink/cursor_writer.h"
 #include "fwdsink/forward_sink.h"
 #include "fwdsink/overload.h"
 #include "fwdsink/spool.h"
@@ -106,8 +107,9 @@ class Driver {
 
   const DriverOptions options_;
   ForwardDeps deps_;
-  Spool spool_;                        // driver thread only
+  Spool spool_;                        // driver thread (and cursors_ between flushes)
   std::unique_ptr<ForwardSink> sink_;
+  std::unique_ptr<CursorWriter> cursors_;  // saves cursors while the next chunk is sent
   OverloadLevel overload_;             // driver thread only
   std::stop_source stop_;
   DriverCounters counters_;

@@ -1,0 +1,63 @@
+// CursorWriter: saves land on disk by Flush(), newest wins, errors stop the sender.
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "fwdsink/cursor_writer.h"
+#include "test_files.h"
+
+using fwdsink::test::FreshDir;
+using fwdsink::test::WriteFile;
+
+namespace {
+constexpr std::string_view kSuite = "cursor_writer_test";
+constexpr const char* kRows = "{\"a\":1}\n{\"a\":2}\n{\"a\":3}\n";  // lines end at 8, 16, 24
+}  // namespace
+
+TEST_CASE("FlushWaitsUntilTheNewestSubmittedCursorIsOnDisk") {
+  auto spool = fwdsink::Spool::Open(FreshDir(kSuite, "flush"));
+  REQUIRE(spool.ok());
+  REQUIRE(WriteFile(spool->PartitionPath("p"), kRows));
+  fwdsink::CursorWriter writer(*spool);
+  CHECK(writer.Submit("p", 8));
+  CHECK(writer.Submit("p", 16));
+  CHECK(writer.Submit("p", 24));
+  CHECK(writer.Flush().ok());
+  const auto c = spool->LoadCursor("p");
+  CHECK(c.status == fwdsink::CursorStatus::kOk);
+  CHECK(c.offset == 24);
+  SUBCASE("twin: nothing submitted, nothing written") {
+    REQUIRE(WriteFile(spool->PartitionPath("q"), kRows));
+    CHECK(writer.Flush().ok());
+    CHECK(spool->LoadCursor("q").status == fwdsink::CursorStatus::kMissing);
+  }
+}
+
+TEST_CASE("AFailedSaveRefusesTheNextSubmitAndIsReportedByFlush") {
+  auto spool = fwdsink::Spool::Open(FreshDir(kSuite, "error"));
+  REQUIRE(spool.ok());
+  fwdsink::CursorWriter writer(*spool);
+  // An invalid partition name cannot be saved.
+  CHECK(writer.Submit("../escape", 8));
+  const auto status = writer.Flush();
+  CHECK_FALSE(status.ok());
+  CHECK_FALSE(status.message.empty());
+  SUBCASE("the error is reported once; after it, saves work again") {
+    REQUIRE(WriteFile(spool->PartitionPath("p"), kRows));
+    CHECK(writer.Submit("p", 8));
+    CHECK(writer.Flush().ok());
+  }
+  SUBCASE("a Submit after the failure, before Flush, is refused") {
+    CHECK(writer.Submit("../escape", 8));
+    // Wait for the failure to land without flushing: Submit must eventually refuse.
+    bool refused = false;
+    for (int i = 0; i < 2000 && !refused; ++i) {
+      refused = !writer.Submit("../escape", 16);
+      if (!refused) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    CHECK(refused);
+    CHECK_FALSE(writer.Flush().ok());
+  }
+}
