@@ -98,6 +98,9 @@ int main(int argc, char** argv) {
   // the receiver, not the client, the bottleneck of every benchmark.
   // @ref LLP 0011#tcp-nodelay
   server->set_tcp_nodelay(true);
+  // cpp-httplib closes a keep-alive connection after 5 requests by default, so a
+  // forwarder reconnected every 5 chunks. An ingest tier keeps connections open.
+  server->set_keep_alive_max_count(100000);
   receiver->Register(*server);
 
   int port = options.port;

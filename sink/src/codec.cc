@@ -50,6 +50,12 @@ struct Encoder::Impl {
     void operator()(ZSTD_CCtx* c) const { ZSTD_freeCCtx(c); }
   };
   std::unique_ptr<ZSTD_CCtx, CCtxDeleter> cctx;
+  // Output scratch of ZSTD_compressBound bytes, kept across chunks. Compressing into
+  // `out` directly meant resize(bound) zero-filling ~860 KiB per 1 MiB chunk (1.4% of
+  // the CPU of a forward); a copy of the compressed bytes is ~6x smaller.
+  // @ref LLP 0010#codec-context-reuse
+  std::unique_ptr<char[]> scratch;
+  std::size_t scratch_size = 0;
 };
 
 Encoder::Encoder(Compression compression, int zstd_level) : compression_(compression) {
@@ -95,16 +101,20 @@ bool Encoder::Encode(std::string_view in, std::string& out) {
     out.assign(in);
     return true;
   }
-  // resize() keeps out's capacity across chunks; the bound makes one call always enough.
-  out.resize(ZSTD_compressBound(in.size()));
-  const std::size_t n =
-      ZSTD_compress2(impl_->cctx.get(), out.data(), out.size(), in.data(), in.size());
+  // The bound makes one call always enough; the scratch only ever grows.
+  const std::size_t bound = ZSTD_compressBound(in.size());
+  if (impl_->scratch_size < bound) {
+    impl_->scratch = std::make_unique_for_overwrite<char[]>(bound);
+    impl_->scratch_size = bound;
+  }
+  const std::size_t n = ZSTD_compress2(impl_->cctx.get(), impl_->scratch.get(),
+                                       impl_->scratch_size, in.data(), in.size());
   if (ZSTD_isError(n)) {
     error_ = std::string("ZSTD_compress2: ") + ZSTD_getErrorName(n);
     out.clear();
     return false;
   }
-  out.resize(n);
+  out.assign(impl_->scratch.get(), n);  // keeps out's capacity across chunks
   return true;
 }
 

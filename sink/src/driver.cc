@@ -145,6 +145,9 @@ void Driver::ForwardOne(const ReadyPartition& p, TickReport& report, bool& stop_
   // Cursors are saved on the writer thread while the next chunk is in flight; every
   // path below flushes before touching the spool again. @ref LLP 0021#async-cursor
   const auto on_ack = [this](const AckedChunk& a) {
+    // The final chunk's cursor would be deleted by MarkDelivered a moment later; a crash
+    // in between re-sends that one chunk under the same key. @ref LLP 0021#async-cursor
+    if (a.final) return true;
     return cursors_->Submit(std::string(a.partition), a.end);
   };
 

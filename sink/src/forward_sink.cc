@@ -148,6 +148,7 @@ class ForwardSink::Run {
     r_.resume_offset = begin;
     if (stop_.stop_requested()) return Aborted();
     Chunker chunker = Chunker::Open(path, begin, o_.chunker);
+    file_size_ = chunker.file_size();
     std::deque<Chunk> pending;  // halves of a split chunk, sent before the chunker's next
     Prepared cur;
     Prepared ahead_buf;
@@ -250,7 +251,9 @@ class ForwardSink::Run {
     r_.rows_acked += c.rows;
     r_.bytes_acked += c.body.size();
     r_.resume_offset = c.end;
-    if (on_ack_ && !on_ack_(AckedChunk{partition_, c.begin, c.end, c.rows, duplicate_})) {
+    const bool final = c.end >= file_size_;
+    if (on_ack_ &&
+        !on_ack_(AckedChunk{partition_, c.begin, c.end, c.rows, duplicate_, final})) {
       r_.outcome = Outcome::kRespooled;
       r_.respool_reason = RespoolReason::kCursorNotSaved;
       r_.message = "the cursor could not be persisted after offset " + std::to_string(c.end);
@@ -480,6 +483,7 @@ class ForwardSink::Run {
   std::stop_token stop_;
   ForwardResult r_;
   bool duplicate_ = false;
+  std::uint64_t file_size_ = 0;  // of the partition, when opened
   const bool identity_ = o_.compression == Compression::kIdentity;
 };
 

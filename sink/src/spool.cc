@@ -338,10 +338,14 @@ SpoolStatus Spool::MarkDelivered(std::string_view name) {
   // The cursor goes after the partition: a crash in between leaves an orphan cursor,
   // never a partition without its cursor (which would be re-sent from 0).
   const fs::path cursor = CursorPath(name);
-  fs::remove(cursor, ec);
+  const bool had_cursor = fs::remove(cursor, ec);
   if (ec && result.ok()) result = spool_io::IoError("cannot remove cursor", cursor, ec);
   if (SpoolStatus st = spool_io::FsyncDir(ready_dir()); !st && result.ok()) result = st;
-  if (SpoolStatus st = spool_io::FsyncDir(state_dir()); !st && result.ok()) result = st;
+  // state/ changed only if there was a cursor to remove (a one-chunk partition never
+  // has one: the driver does not save the cursor of a partition's final chunk).
+  if (had_cursor) {
+    if (SpoolStatus st = spool_io::FsyncDir(state_dir()); !st && result.ok()) result = st;
+  }
   return result;
 }
 

@@ -137,7 +137,10 @@ void TempFile::Abandon() noexcept {
 }
 
 SpoolStatus WriteFileAtomic(const fs::path& final_path, std::string_view data) {
-  fs::path temp = final_path.parent_path() / ("." + final_path.filename().string() + ".tmp");
+  // Built with append(): GCC 12 -O3 reports a false -Wrestrict on "." + s + ".tmp".
+  std::string temp_name = ".";
+  temp_name.append(final_path.filename().string()).append(".tmp");
+  fs::path temp = final_path.parent_path() / temp_name;
   TempFile file;
   if (SpoolStatus st = file.Create(std::move(temp)); !st) return st;
   if (SpoolStatus st = file.Write(data); !st) return st;

@@ -94,6 +94,7 @@ struct AckedChunk {
   std::uint64_t end = 0;    // the new cursor
   std::uint64_t rows = 0;
   bool duplicate = false;   // the server said it had this key already
+  bool final = false;       // this chunk ends the partition's file
 };
 // Persists the cursor; returns false if it could not (the sink then stops and
 // respools with kCursorNotSaved rather than run ahead of what is on disk).
