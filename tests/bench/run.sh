@@ -1,0 +1,537 @@
+#!/usr/bin/env bash
+# The benchmark harness (LLP 0030): measures fwdsink against its baselines, in one run,
+# and prints a table: figure | measured | baseline | ratio | target | met?
+#
+#   bash tests/bench/run.sh                 full run (1 GiB figures, ~15-20 min, 2 cores)
+#   bash tests/bench/run.sh --smoke         tiny sizes, < 60 s: what ctest's bench_smoke runs
+#   bash tests/bench/run.sh --only 1,2,P    some figures (1..8, and P = perf profile of fig. 1)
+#   --runs N                                runs per figure, the median is reported (default 3)
+#   --daemon BIN --central BIN --gen BIN --close-bench BIN
+#                                           use these binaries (default: build them, Release,
+#                                           into build-bench/)
+#   --work DIR                              scratch data (default /tmp/fwdsink-bench; deleted
+#                                           at the end unless --keep)
+#
+# Everything talks to 127.0.0.1 only, on ephemeral ports. Exit status: 0 when every
+# figure ran (a missed target is reported in the table, not as a failure), 1 when the
+# harness itself failed (a binary missing, rows lost, a daemon exiting non-zero).
+# Figure 8 (syslog-ng) installs syslog-ng-core and syslog-ng-mod-http with apt-get if
+# they are missing; --smoke skips it and the profile P unless asked for with --only.
+set -euo pipefail
+
+readonly ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
+readonly MiB=$((1 << 20))
+readonly GiB=$((1 << 30))
+readonly CHUNK=$MiB                       # chunk size for every figure (the default)
+readonly START_TIMEOUT_S=10               # receiver start-up
+readonly SYSLOG_TIMEOUT_S=300             # syslog-ng drain, bounded
+readonly SYSLOG_STALL_S=30                # ... and given up when no row arrives this long
+
+smoke=0 only="" runs="" keep=0
+daemon="" central="" gen="" closeb=""
+work=/tmp/fwdsink-bench
+while (($#)); do
+  case "$1" in
+    --smoke) smoke=1 ;;
+    --only) only=",$2,"; shift ;;
+    --runs) runs=$2; shift ;;
+    --daemon) daemon=$2; shift ;;
+    --central) central=$2; shift ;;
+    --gen) gen=$2; shift ;;
+    --close-bench) closeb=$2; shift ;;
+    --work) work=$2; shift ;;
+    --keep) keep=1 ;;
+    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    *) echo "run.sh: unknown argument '$1' (see --help)" >&2; exit 64 ;;
+  esac
+  shift
+done
+
+# ---- Sizes. Full: what LLP 0030 reports. Smoke: the same code paths, tiny.
+if ((smoke)); then
+  : "${runs:=1}"
+  BIG=$((16 * MiB)); FIG2_BYTES=$BIG; MEM_SIZES="$MiB $((4 * MiB)) $((16 * MiB))"
+  THR_BYTES=$((4 * MiB)); THR_RATE=$((256 << 10)); THR_BURST=$((512 << 10))
+  FAIL_MS=1500; RA=1; LADDER_ARGS=(--ladder 1,2,4)
+  MANY_PARTS=50; MANY_ROWS=10; MANY_RUNS=1; STRACE_PARTS=50
+  PROFILE_BYTES=$((16 * MiB))
+  SL_BYTES=$((4 * MiB)); SLT_BYTES=$((2 * MiB)); SL_RUNS=1
+else
+  : "${runs:=3}"
+  # Figure 2 is bound by the receiver (~11 MB/s) for both clients alike: 256 MiB keeps
+  # the full run near 25 minutes. @ref LLP 0030#receiver-bound
+  BIG=$GiB; FIG2_BYTES=$((256 * MiB)); MEM_SIZES="$((10 * MiB)) $((100 * MiB)) $GiB"
+  # Wire bytes are charged: zstd makes ~6.3x fewer, so 160 MiB is ~25 MiB on the wire,
+  # ~6x the burst, ~20 s at the rate.
+  THR_BYTES=$((160 * MiB)); THR_RATE=$MiB; THR_BURST=$((4 * MiB))
+  FAIL_MS=8000; RA=5; LADDER_ARGS=()      # the default ladder: 30, 60, 120, 300 s
+  # One timed run of the 10,000 partitions (~45 ms each today); strace on the first
+  # 1,000 (the per-partition counts are what matter). @ref LLP 0030#many-partitions
+  MANY_PARTS=10000; MANY_ROWS=10; MANY_RUNS=1; STRACE_PARTS=1000
+  PROFILE_BYTES=$((256 * MiB))
+  # syslog-ng sends identity: under the 1 MiB/s throttle 48 MiB drains in ~45 s at best.
+  SL_BYTES=$((256 * MiB)); SLT_BYTES=$((48 * MiB)); SL_RUNS=1   # receiver-bound, ~30 s each
+fi
+
+want() { [[ -z $only || $only == *",$1,"* ]]; }
+log() { printf '[bench %s] %s\n' "$(date +%T)" "$*" >&2; }
+die() { log "ERROR: $*"; exit 1; }
+
+# ---- Binaries: given, or built here (Release) into build-bench/.
+if [[ -z $daemon || -z $central || -z $gen || -z $closeb ]]; then
+  bdir=$ROOT/build-bench
+  log "building into $bdir"
+  cmake -S "$ROOT" -B "$bdir" -DCMAKE_BUILD_TYPE=Release >/dev/null
+  cmake --build "$bdir" -j "$(nproc)" --target fwdsink-daemon fwdsink-central \
+        fwdsink-bench-gen fwdsink-bench-close >/dev/null
+  : "${daemon:=$bdir/examples/fwdsink/fwdsink}" "${central:=$bdir/examples/central/fwdsink-central}"
+  : "${gen:=$bdir/tests/bench/fwdsink-bench-gen}" "${closeb:=$bdir/tests/bench/fwdsink-bench-close}"
+fi
+for b in "$daemon" "$central" "$gen" "$closeb"; do [[ -x $b ]] || die "missing binary $b"; done
+for tool in /usr/bin/time curl jq split; do command -v "$tool" >/dev/null || die "needs $tool"; done
+
+rm -rf "$work"; mkdir -p "$work/data"
+central_pid=""
+cleanup() {
+  [[ -n $central_pid ]] && kill -TERM "$central_pid" 2>/dev/null && wait "$central_pid" 2>/dev/null
+  stop_syslog
+  ((keep)) || rm -rf "$work"
+}
+stop_syslog() { [[ -n ${syslog_pid:-} ]] && kill -TERM "$syslog_pid" 2>/dev/null; syslog_pid=""; }
+trap cleanup EXIT
+
+# ---- Helpers.
+results=()   # markdown rows
+row() { results+=("| $1 | $2 | $3 | $4 | $5 | $6 |"); log "figure: $1: $2 (baseline $3, ratio $4, target $5: $6)"; }
+median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
+calc() { awk "BEGIN {printf \"%.${2:-2}f\", $1}"; }
+# met VALUE OP LIMIT -> yes/NO
+met() { awk -v a="$1" -v b="$3" -v op="$2" 'BEGIN {ok = (op == "<=") ? a <= b : a >= b; print ok ? "yes" : "NO"}'; }
+
+# start_central DIR ARGS...: starts the receiver, sets central_pid and port.
+start_central() {
+  local dir=$1; shift
+  rm -rf "$dir"; mkdir -p "$dir"
+  "$central" --listen 127.0.0.1:0 --out "$dir" --port-file "$dir/port" \
+             --request-log "$dir/requests.ndjson" "$@" >"$dir/central.out" 2>&1 &
+  central_pid=$!
+  local i
+  for ((i = 0; i < START_TIMEOUT_S * 100; i++)); do
+    [[ -s $dir/port ]] && { port=$(<"$dir/port"); return 0; }
+    kill -0 "$central_pid" 2>/dev/null || break
+    sleep 0.01
+  done
+  die "receiver did not start: $(cat "$dir/central.out")"
+}
+stop_central() {
+  [[ -n $central_pid ]] || return 0
+  kill -TERM "$central_pid" 2>/dev/null || true
+  wait "$central_pid" 2>/dev/null || true
+  central_pid=""
+}
+stats() {
+  curl -sf "http://127.0.0.1:$port/stats" ||
+    die "the receiver on port $port does not answer (exited? $(kill -0 "$central_pid" 2>&1))"
+}
+url() { echo "http://127.0.0.1:$port/ingest"; }
+
+# new_spool DIR FILE...: a spool whose ready/ holds hard links to FILEs (no copy; the
+# daemon removes delivered partitions, the originals stay).
+new_spool() {
+  local dir=$1; shift
+  rm -rf "$dir"; mkdir -p "$dir/ready"
+  local f
+  for f in "$@"; do ln "$f" "$dir/ready/$(basename "$f")"; done
+}
+
+# forward OUT SPOOL ARGS...: runs `fwdsink forward --once` under /usr/bin/time; OUT gets
+# "wall user sys maxrss_kib". Dies unless it exits 0.
+forward() {
+  local out=$1 spool=$2; shift 2
+  local rc=0
+  /usr/bin/time -f '%e %U %S %M' -o "$out" \
+    "$daemon" forward --spool "$spool" --url "$(url)" --once --chunk-bytes "$CHUNK" "$@" \
+    2>"$out.log" || rc=$?
+  ((rc == 0)) || die "fwdsink forward exited $rc: $(tail -5 "$out.log")"
+}
+
+# check_rows N: the receiver stored exactly N rows.
+check_rows() {
+  local got; got=$(stats | jq .accepted_rows)
+  [[ $got == "$1" ]] || die "receiver holds $got rows, expected $1"
+}
+
+# make_file NAME BYTES SEED: generates data/NAME.ndjson once; sets file and rows_of[NAME].
+make_file() {
+  file=$work/data/$1.ndjson
+  [[ -f $file ]] || rows_of[$1]=$("$gen" file "$file" --bytes "$2" --seed "$3")
+}
+declare -A rows_of
+human() { numfmt --to=iec-i --suffix=B "$1"; }
+
+# forward_file NAME FILE COMPRESSION TAG: one `fwdsink forward --once` of FILE into a
+# fresh receiver; sets fw_wall fw_user fw_sys fw_rss (KiB) fw_chunks.
+forward_file() {
+  local name=$1 file=$2 comp=$3 tag=$4
+  local d=$work/run-$tag
+  start_central "$d/central"
+  new_spool "$d/spool" "$file"
+  forward "$d/time" "$d/spool" --compression "$comp"
+  check_rows "${rows_of[$name]}"
+  fw_chunks=$(stats | jq .accepted_chunks)
+  read -r fw_wall fw_user fw_sys fw_rss <"$d/time"
+  stop_central
+  rm -rf "$d"
+}
+
+
+# ---- syslog-ng (figure 8). @ref LLP 0030#syslog-ng
+syslog_error=""
+syslog_install() {
+  if ! command -v syslog-ng >/dev/null || ! ls /usr/lib/syslog-ng/*/libhttp.so >/dev/null 2>&1; then
+    log "installing syslog-ng-core syslog-ng-mod-http (apt-get)"
+    apt-get install -y -q syslog-ng-core syslog-ng-mod-http >"$work/apt.log" 2>&1 ||
+      { syslog_error="apt-get install failed: $(tail -1 "$work/apt.log")"; return 1; }
+  fi
+}
+# syslog_conf FILE OUT: a config that reads FILE line by line and POSTs batches to the
+# receiver as NDJSON: body = the line, "\n" between lines and after the last one.
+syslog_conf() {
+  cat >"$2" <<CONF
+@version: 3.38
+options { stats-freq(0); log-msg-size(65536); threaded(yes); };
+source s_in { file("$1" flags(no-parse) follow-freq(1) log-fetch-limit(10000) log-iw-size(100000)); };
+destination d_http {
+  http(url("$(url)") method("POST")
+       headers("Content-Type: application/x-ndjson")
+       body("\${MESSAGE}") delimiter("\\n") body-suffix("\\n")
+       batch-lines(5000) batch-bytes(1048576) batch-timeout(1000)
+       workers(1) retries(1000) time-reopen(1)
+       response-action(429 => retry, 503 => retry));
+};
+log { source(s_in); destination(d_http); flags(flow-control); };
+CONF
+}
+# syslog_run NAME FILE TAG -> sets sl_wall sl_cpu sl_rows sl_dups sl_429 sl_requests.
+# Runs syslog-ng in the foreground until the receiver holds every row, or no row
+# arrived for SYSLOG_STALL_S, or SYSLOG_TIMEOUT_S passed.
+syslog_run() {
+  local name=$1 file=$2 d=$3
+  mkdir -p "$d"
+  syslog_conf "$file" "$d/syslog-ng.conf"
+  local t0; t0=$(date +%s.%N)
+  syslog-ng -F --no-caps -e -f "$d/syslog-ng.conf" -R "$d/persist" -p "$d/pid" \
+            -c "$d/ctl" >"$d/syslog-ng.log" 2>&1 &
+  syslog_pid=$!
+  local want=${rows_of[$name]} got=0 last=0 last_change; last_change=$(date +%s)
+  while :; do
+    got=$(stats | jq .accepted_rows)
+    ((got >= want)) && break
+    ((got != last)) && { last=$got; last_change=$(date +%s); }
+    (($(date +%s) - last_change > SYSLOG_STALL_S)) && break
+    (($(date +%s) - ${t0%.*} > SYSLOG_TIMEOUT_S)) && break
+    kill -0 "$syslog_pid" 2>/dev/null || break
+    sleep 0.05
+  done
+  sl_wall=$(calc "$(date +%s.%N) - $t0" 2)
+  # CPU of every thread of syslog-ng, before it is stopped.
+  sl_cpu=$(awk -v hz="$(getconf CLK_TCK)" '{printf "%.2f", ($14 + $15) / hz}' "/proc/$syslog_pid/stat" 2>/dev/null || echo "?")
+  kill -TERM "$syslog_pid" 2>/dev/null; wait "$syslog_pid" 2>/dev/null || true; syslog_pid=""
+  local st; st=$(stats)
+  sl_rows=$(jq .accepted_rows <<<"$st"); sl_429=$(jq .throttled <<<"$st"); sl_requests=$(jq .requests <<<"$st")
+  sl_dups=$(($(wc -l <"$central_dir/received.ndjson") - $(sort -u "$central_dir/received.ndjson" | wc -l)))
+  if ((sl_rows == 0)); then syslog_error="syslog-ng delivered nothing: $(tail -3 "$d/syslog-ng.log" | tr '\n' ' ')"; fi
+}
+syslog_figure() {
+  # Unthrottled: throughput and CPU, against fwdsink on the same file (identity, as
+  # syslog-ng does not compress).
+  make_file sl "$SL_BYTES" 8; local f=$file
+  local w=() c=() ow=() oc=()
+  for ((i = 1; i <= SL_RUNS; i++)); do
+    central_dir=$work/f8-$i/central; start_central "$central_dir"
+    syslog_run sl "$f" "$work/f8-$i/syslog"
+    stop_central
+    ((sl_rows == rows_of[sl])) || { row "8. syslog-ng http()" "delivered $sl_rows of ${rows_of[sl]} rows" "-" "-" "-" "NO"; log "syslog-ng: $syslog_error"; return 0; }
+    w+=("$sl_wall"); c+=("$sl_cpu")
+    forward_file sl "$f" identity "f8-ours-$i"
+    ow+=("$fw_wall"); oc+=("$(calc "$fw_user + $fw_sys")")
+    log "fig8 run $i: syslog-ng $sl_wall s wall, $sl_cpu s CPU, $sl_requests requests; fwdsink $fw_wall s, ${oc[-1]} s CPU"
+    rm -rf "$work/f8-$i"
+  done
+  local m b; m=$(median "${ow[@]}"); b=$(median "${w[@]}")
+  row "8. vs syslog-ng http(), $(human "$SL_BYTES"), no throttle: wall" "$m s" "$b s (syslog-ng)" "$(calc "$m / $b")x" "≤ 1.0x" "$(met "$(calc "$m / $b")" '<=' 1.0)"
+  m=$(median "${oc[@]}"); b=$(median "${c[@]}")
+  row "8b. vs syslog-ng, no throttle: client CPU" "$m s" "$b s (syslog-ng)" "$(calc "$m / $b")x" "info" "-"
+  # Under the throttle of figure 3: time to drain, rows, duplicates, 429s; one run each
+  # (the throttled drain is slow and deterministic enough).
+  make_file slt "$SLT_BYTES" 9; f=$file
+  central_dir=$work/f8t/central; start_central "$central_dir" --rate "$THR_RATE" --burst "$THR_BURST"
+  syslog_run slt "$f" "$work/f8t/syslog"
+  stop_central
+  local s_line="$sl_wall s, $sl_rows/${rows_of[slt]} rows, $sl_dups dup rows, $sl_429 x 429"
+  central_dir=$work/f8t/ours; start_central "$central_dir" --rate "$THR_RATE" --burst "$THR_BURST"
+  new_spool "$work/f8t/spool" "$f"
+  local t0; t0=$(date +%s.%N)
+  # Same wire bytes as syslog-ng. A non-zero exit is a result here, not a harness error.
+  local rc=0
+  "$daemon" forward --spool "$work/f8t/spool" --url "$(url)" --once --chunk-bytes "$CHUNK" \
+            --compression identity 2>"$work/f8t/daemon.log" || rc=$?
+  local ours_wall; ours_wall=$(calc "$(date +%s.%N) - $t0" 2)
+  ((rc == 0)) || log "fig8c: fwdsink exited $rc: $(grep -v daemon.stats "$work/f8t/daemon.log" | grep -v '"status":429' | tail -3)"
+  local st; st=$(stats); stop_central
+  local dups=$(($(wc -l <"$central_dir/received.ndjson") - $(sort -u "$central_dir/received.ndjson" | wc -l)))
+  row "8c. vs syslog-ng under throttle ($(human "$THR_RATE")/s), $(human "$SLT_BYTES")" \
+      "$ours_wall s, $(jq .accepted_rows <<<"$st")/${rows_of[slt]} rows, $dups dup rows, $(jq .throttled <<<"$st") x 429, exit $rc" \
+      "$s_line" "$(calc "$ours_wall / $sl_wall")x" "all rows, 0 dups" \
+      "$( ((rc == 0 && $(jq .accepted_rows <<<"$st") == rows_of[slt] && dups == 0)) && echo yes || echo NO)"
+  rm -rf "$work/f8t"
+}
+
+started=$(date +%s)
+log "work dir $work, runs per figure $runs, $( ((smoke)) && echo smoke || echo full) sizes"
+
+# ---- Figures 1 and 5 (1 GiB part): CPU per byte with zstd, peak RSS.
+big=""
+if want 1 || want 2 || want 5; then
+  make_file big "$BIG" 1; big=$file
+  log "data: $(human "$BIG") in ${rows_of[big]} rows"
+fi
+big_rss=()
+if want 1; then
+  base=() ours=()
+  for ((i = 1; i <= runs; i++)); do
+    /usr/bin/time -f '%U %S' -o "$work/zstd.time" zstd -q -1 -c "$big" >/dev/null
+    base+=("$(awk '{print $1 + $2}' "$work/zstd.time")")
+    forward_file big "$big" zstd "f1-$i"
+    ours+=("$(calc "$fw_user + $fw_sys")"); big_rss+=("$fw_rss")
+    log "fig1 run $i: zstd -1 ${base[-1]} s CPU, fwdsink ${ours[-1]} s CPU (wall $fw_wall s, $fw_chunks chunks, rss $fw_rss KiB)"
+  done
+  m=$(median "${ours[@]}"); b=$(median "${base[@]}"); r=$(calc "$m / $b")
+  row "1. CPU, $(human "$BIG") NDJSON, zstd -1" "$m s" "$b s (zstd -1 -c)" "${r}x" "≤ 1.15x" "$(met "$r" '<=' 1.15)"
+fi
+
+# ---- Figure 2: throughput without compression vs curl over one keep-alive connection.
+if want 2; then
+  chunks_dir=$work/data/chunks
+  mkdir -p "$chunks_dir"
+  # split -C packs whole lines up to the limit, exactly like the chunker.
+  # @ref LLP 0030#throughput
+  make_file fig2 "$FIG2_BYTES" 1; fig2=$file   # the same seed: a prefix of figure 1's data
+  split -C "$CHUNK" -d -a 6 "$fig2" "$chunks_dir/c"
+  cfg=$work/data/curl.cfg
+  : >"$cfg"
+  base=() ours=()
+  for ((i = 1; i <= runs; i++)); do
+    start_central "$work/curl-$i"
+    {
+      sep=""
+      for f in "$chunks_dir"/c*; do
+        printf '%s' "$sep"; sep=$'next\n'
+        printf 'url = "%s"\n' "$(url)"
+        printf 'data-binary = "@%s"\n' "$f"
+        printf 'header = "Content-Type: application/x-ndjson"\n'
+        printf 'header = "Idempotency-Key: curl-%s"\n' "$(basename "$f")"
+        printf 'header = "Expect:"\n'           # no 100-continue round trip
+        printf 'output = "/dev/null"\n'
+        printf 'write-out = "%%{http_code} %%{num_connects}\\n"\n'
+      done
+    } >"$cfg"
+    /usr/bin/time -f '%e' -o "$work/curl.time" curl -sS -K "$cfg" >"$work/curl.out"
+    check_rows "${rows_of[fig2]}"
+    codes=$(awk '$1 != 200' "$work/curl.out" | wc -l)
+    conns=$(awk '{s += $2} END {print s}' "$work/curl.out")
+    ((codes == 0)) || die "curl saw $codes non-200 answers"
+    stop_central; rm -rf "$work/curl-$i"
+    base+=("$(<"$work/curl.time")")
+    forward_file fig2 "$fig2" identity "f2-$i"
+    ours+=("$fw_wall")
+    log "fig2 run $i: curl ${base[-1]} s ($conns connection(s), $(wc -l <"$work/curl.out") posts), fwdsink $fw_wall s ($fw_chunks chunks)"
+  done
+  m=$(median "${ours[@]}"); b=$(median "${base[@]}"); r=$(calc "$m / $b")
+  mbs=$(calc "$FIG2_BYTES / $m / $MiB" 0)
+  row "2. wall time, $(human "$FIG2_BYTES"), identity" "$m s ($mbs MiB/s)" "$b s (curl -K, keep-alive)" "${r}x" "≤ 1.0x" "$(met "$r" '<=' 1.0)"
+  rm -rf "$chunks_dir" "$fig2"
+fi
+
+# ---- Figure 5: peak RSS by partition size (1 GiB reuses figure 1's runs).
+if want 5; then
+  sizes_out=""
+  last_rss=0
+  for s in $MEM_SIZES; do
+    if ((s == BIG)) && ((${#big_rss[@]})); then
+      rss=$(median "${big_rss[@]}")
+    else
+      if ((s == BIG)); then name=big; f=$big; else make_file "mem-$s" "$s" 5; name=mem-$s; f=$file; fi
+      rs=()
+      for ((i = 1; i <= runs; i++)); do
+        forward_file "$name" "$f" zstd "f5-$s-$i"
+        rs+=("$fw_rss")
+      done
+      rss=$(median "${rs[@]}")
+      ((s == BIG)) || rm -f "$f"
+    fi
+    sizes_out+="$(human "$s"): $(calc "$rss / 1024" 1) MiB; "
+    last_rss=$rss
+  done
+  row "5. peak RSS, 1 MiB chunks, zstd" "$(calc "$last_rss / 1024" 1) MiB at $(human "${MEM_SIZES##* }")" "${sizes_out%; }" "-" "≤ 16 MiB, flat" "$(met "$last_rss" '<=' 16384)"
+fi
+[[ -n $big ]] && rm -f "$big"
+
+# ---- Figure 3: goodput under a token-bucket throttle.
+if want 3; then
+  make_file thr "$THR_BYTES" 3; f=$file
+  ratios=() n429s=() gaps=()
+  for ((i = 1; i <= runs; i++)); do
+    d=$work/f3-$i
+    start_central "$d/central" --rate "$THR_RATE" --burst "$THR_BURST"
+    new_spool "$d/spool" "$f"
+    forward "$d/time" "$d/spool" --compression zstd
+    check_rows "${rows_of[thr]}"
+    stop_central
+    # @ref LLP 0030#goodput
+    # Delivered wire bytes after the initial burst, over the time from the first request
+    # to the last accepted one, against the rate; 429s; the shortest gap between a 429
+    # and the next request (a client that honours Retry-After >= 1 s never goes under 1 s).
+    read -r ratio n429 gap < <(jq -rs --argjson rate "$THR_RATE" --argjson burst "$THR_BURST" '
+        (map(select(.status == 200))) as $ok
+        | ($ok | map(.body_bytes) | add) as $bytes
+        | ((($ok | last).t_ms - (first).t_ms) / 1000) as $secs
+        | [ (if $secs > 0 then ($bytes - $burst) / ($rate * $secs) else 0 end),
+            (map(select(.status == 429)) | length),
+            ([range(0; length - 1) as $k | select(.[$k].status == 429)
+              | .[$k + 1].t_ms - .[$k].t_ms] | min // "none") ]
+        | @tsv' "$d/central/requests.ndjson")
+    ratios+=("$ratio"); n429s+=("$n429"); gaps+=("$gap")
+    log "fig3 run $i: goodput ratio $ratio, $n429 x 429, min gap after a 429: $gap ms"
+    rm -rf "$d"
+  done
+  r=$(median "${ratios[@]}")
+  row "3. goodput under throttle ($(human "$THR_RATE")/s, burst $(human "$THR_BURST"))" \
+      "$(calc "$r * $THR_RATE / 1024" 0) KiB/s wire" "$(calc "$THR_RATE / 1024" 0) KiB/s (rate)" \
+      "$(calc "$r" 3)" "≥ 0.95" "$(met "$r" '>=' 0.95)"
+  n=$(median "${n429s[@]}"); g=$(median "${gaps[@]}")
+  row "3b. 429s under throttle" "$n x 429, ≥ $g ms after each" "-" "-" "≤ 1 per Retry-After (≥ 1000 ms gap) + first" "$(met "$g" '>=' 990)"
+fi
+
+# ---- Figure 4: recovery after a 503 outage.
+if want 4; then
+  make_file rec $((4 * MiB)) 4; f=$file
+  for variant in retry-after ladder; do
+    ts=()
+    for ((i = 1; i <= runs; i++)); do
+      d=$work/f4-$variant-$i
+      if [[ $variant == retry-after ]]; then
+        start_central "$d/central" --fail-status 503 --fail-for-ms "$FAIL_MS" --retry-after "$RA"
+        new_spool "$d/spool" "$f"; forward "$d/time" "$d/spool"
+      else
+        start_central "$d/central" --fail-status 503 --fail-for-ms "$FAIL_MS" --no-retry-after
+        new_spool "$d/spool" "$f"; forward "$d/time" "$d/spool" "${LADDER_ARGS[@]}"
+      fi
+      check_rows "${rows_of[rec]}"
+      stop_central
+      t=$(jq -s --argjson fail "$FAIL_MS" 'map(select(.status == 200)) | first.t_ms - $fail' \
+          "$d/central/requests.ndjson")
+      ts+=("$(calc "$t / 1000" 2)")
+      log "fig4 $variant run $i: next accepted chunk $t ms after recovery"
+      rm -rf "$d"
+    done
+    m=$(median "${ts[@]}")
+    if [[ $variant == retry-after ]]; then
+      row "4. recovery, 503 + Retry-After: $RA for $((FAIL_MS / 1000)) s" "$m s" "-" "-" "≤ $((RA + 1)) s" "$(met "$m" '<=' $((RA + 1)))"
+    else
+      row "4b. recovery, 503 without Retry-After (ladder ${LADDER_ARGS[1]:-30,60,120,300})" "$m s" "-" "-" "info" "-"
+    fi
+  done
+fi
+
+# ---- Figure 6: close() latency (ForwardSink embedded). @ref LLP 0030#close-latency
+if want 6; then
+  "$closeb" --tmp "$work/close" --runs "$runs" >"$work/close.out" || die "close bench failed: $(cat "$work/close.out")"
+  while read -r _ scen _ med max cret _; do
+    med=${med#median_ms=}; max=${max#max_ms=}; cret=${cret#close_return_max_ms=}
+    row "6. close() latency: ${scen#scenario=}" "$med ms median, $max ms max" "-" "-" "≤ 100 ms" "$(met "$max" '<=' 100)"
+  done <"$work/close.out"
+  rm -rf "$work/close"
+fi
+
+# ---- Figure 7: 10,000 small partitions vs one partition of the same bytes.
+if want 7; then
+  tmpl=$work/data/many
+  total=$("$gen" spool "$tmpl" --partitions "$MANY_PARTS" --rows "$MANY_ROWS" --seed 7)
+  find "$tmpl/ready" -name '*.ndjson' | sort | xargs cat >"$work/data/one.ndjson"
+  bytes=$(stat -c %s "$work/data/one.ndjson")
+  many=() one=()
+  for ((i = 1; i <= MANY_RUNS; i++)); do
+    d=$work/f7-$i
+    start_central "$d/c-many"
+    mkdir -p "$d/many"; cp -al "$tmpl/ready" "$d/many/ready"
+    forward "$d/many.time" "$d/many"
+    check_rows "$total"; stop_central
+    many+=("$(awk '{print $1}' "$d/many.time")")
+    start_central "$d/c-one"
+    new_spool "$d/one" "$work/data/one.ndjson"
+    forward "$d/one.time" "$d/one"
+    check_rows "$total"; stop_central
+    one+=("$(awk '{print $1}' "$d/one.time")")
+    log "fig7 run $i: $MANY_PARTS partitions ${many[-1]} s, one partition ${one[-1]} s"
+    rm -rf "$d"
+  done
+  m=$(median "${many[@]}"); b=$(median "${one[@]}"); r=$(calc "$m / $b" 1)
+  # Where the time goes: system calls of one many-partition run (strace slows it down,
+  # so it is not part of the timed runs).
+  where="-"
+  if command -v strace >/dev/null; then
+    d=$work/f7-strace
+    start_central "$d/central"
+    mkdir -p "$d/spool/ready"
+    find "$tmpl/ready" -name '*.ndjson' | sort | awk -v n="$STRACE_PARTS" 'NR <= n' |
+      xargs -I{} ln {} "$d/spool/ready/"   # awk, not head: no SIGPIPE under pipefail
+    strace -f -c -o "$work/strace.txt" "$daemon" forward --spool "$d/spool" --url "$(url)" \
+           --once 2>/dev/null || die "fwdsink under strace failed"
+    stop_central; rm -rf "$d"
+    # per-partition counts of the interesting calls
+    where=$(awk -v n="$STRACE_PARTS" '$NF ~ /^(fsync|fdatasync|rename|renameat|renameat2|connect|openat|unlink|unlinkat|sendto|write)$/ && $4 ~ /^[0-9]+$/ {
+              printf "%s %.1f/part, ", $NF, $4 / n}' "$work/strace.txt")
+    top=$(awk 'NR > 2 && $1 ~ /^[0-9.]+$/ && $NF != "total" {print $NF " " $1 "%"}' "$work/strace.txt" | awk 'NR <= 3' | paste -sd, -)
+    where="syscall time: $top; ${where%, }"
+    log "strace -c of a $STRACE_PARTS-partition run:"; head -15 "$work/strace.txt" >&2
+  fi
+  row "7. $MANY_PARTS partitions x $MANY_ROWS rows vs 1 partition ($(human "$bytes"))" "$m s" "$b s" "${r}x" "info" "$where"
+fi
+
+# ---- Figure 8: a real peer, syslog-ng's http() destination.
+if want 8 && { ((smoke == 0)) || [[ -n $only ]]; }; then
+  if syslog_install; then
+    syslog_figure
+  else
+    row "8. syslog-ng http()" "not run: $syslog_error" "-" "-" "-" "-"
+  fi
+fi
+
+# ---- P: where figure 1's CPU goes (perf). @ref LLP 0030#profile
+if want P && { ((smoke == 0)) || [[ -n $only ]]; } && command -v perf >/dev/null; then
+  make_file prof "$PROFILE_BYTES" 9; f=$file
+  d=$work/prof
+  start_central "$d/central"
+  new_spool "$d/spool" "$f"
+  perf record -q -F 999 -o "$work/perf.data" -- "$daemon" forward --spool "$d/spool" \
+       --url "$(url)" --once --compression zstd 2>/dev/null >/dev/null || die "perf record failed"
+  stop_central
+  perf report -q -i "$work/perf.data" --sort dso --stdio 2>/dev/null |
+    awk '$1 ~ /%$/ {print $1, $2}' | head -6 >"$work/perf.dso" || true
+  perf report -q -i "$work/perf.data" --sort dso,symbol --stdio 2>/dev/null |
+    awk '$1 ~ /%$/' | head -20 >"$work/perf.top" || true
+  log "profile of figure 1, self time by library:"; cat "$work/perf.dso" >&2
+  log "profile of figure 1, top symbols:"; cat "$work/perf.top" >&2
+  top3=$(head -4 "$work/perf.dso" | awk '{printf "%s %s, ", $2, $1}')
+  row "P. profile of fig. 1 ($(human "$PROFILE_BYTES"))" "${top3%, }" "-" "-" "info" "-"
+  rm -rf "$d" "$f"
+fi
+
+elapsed=$(($(date +%s) - started))
+echo
+echo "fwdsink benchmarks ($( ((smoke)) && echo smoke || echo full) run, median of $runs, $(nproc) cores, ${elapsed} s)"
+echo
+echo "| figure | measured | baseline | ratio | target | met? |"
+echo "|---|---|---|---|---|---|"
+printf '%s\n' "${results[@]}"
