@@ -3,7 +3,9 @@
 #include <nlohmann/json.hpp>
 
 #include <deque>
-#include <future>
+#include <condition_variable>
+#include <functional>
+#include <thread>
 
 #include "fwdsink/retry_after.h"
 
@@ -137,6 +139,72 @@ std::optional<ConfigError> Validate(const ForwardOptions& o) {
   return std::nullopt;
 }
 
+// Runs one job at a time on a thread kept for the sink's lifetime (started on first
+// use): reading and encoding the next chunk while the current one is on the wire.
+// A thread per chunk cost a thread creation per request and spread the chunk buffers
+// over glibc's per-thread arenas, which grew the peak RSS with the partition's size.
+// Start() and Wait() are called by the sender thread only; state guarded by mu_.
+// @ref LLP 0014#read-ahead
+class ForwardSink::ReadAhead {
+ public:
+  ~ReadAhead() {
+    {
+      std::lock_guard lock(mu_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  // Runs `job` on the worker. Precondition: no job in flight (!busy()).
+  void Start(std::function<NextStatus()> job) {
+    std::lock_guard lock(mu_);
+    if (!thread_.joinable()) thread_ = std::thread([this] { Loop(); });
+    job_ = std::move(job);
+    done_ = false;
+    busy_ = true;
+    cv_.notify_all();
+  }
+  // Waits for the job in flight and returns its result.
+  NextStatus Wait() {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [this] { return done_; });
+    busy_ = false;
+    return result_;
+  }
+  // Returns true between Start() and Wait().
+  bool busy() const {
+    std::lock_guard lock(mu_);
+    return busy_;
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock lock(mu_);
+    for (;;) {
+      cv_.wait(lock, [this] { return job_ != nullptr || stopping_; });
+      if (!job_) return;
+      auto job = std::move(job_);
+      job_ = nullptr;
+      lock.unlock();
+      const NextStatus r = job();
+      lock.lock();
+      result_ = r;
+      done_ = true;
+      cv_.notify_all();
+    }
+  }
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  std::function<NextStatus()> job_;         // guarded by mu_
+  NextStatus result_ = NextStatus::kEnd;    // guarded by mu_
+  bool done_ = false;                       // guarded by mu_
+  bool busy_ = false;                       // guarded by mu_
+  bool stopping_ = false;                   // guarded by mu_
+  std::thread thread_;
+};
+
 // One ForwardPartition call: the per-chunk retry-in-place loop.
 class ForwardSink::Run {
  public:
@@ -150,9 +218,16 @@ class ForwardSink::Run {
     Chunker chunker = Chunker::Open(path, begin, o_.chunker);
     file_size_ = chunker.file_size();
     std::deque<Chunk> pending;  // halves of a split chunk, sent before the chunker's next
-    Prepared cur;
-    Prepared ahead_buf;
-    std::future<NextStatus> ahead;       // reading + encoding ahead_buf on another thread
+    Prepared& cur = s_.cur_;
+    Prepared& ahead_buf = s_.ahead_;     // filled by the read-ahead job
+    ReadAhead& ahead = *s_.read_ahead_;
+    // Every return waits for a job in flight: it uses the chunker on this stack.
+    struct Drain {
+      ReadAhead& a;
+      ~Drain() {
+        if (a.busy()) (void)a.Wait();
+      }
+    } drain{ahead};
     std::optional<NextStatus> stashed;   // a read-ahead held back behind split halves
     // The only code that touches the chunker and the encoder while a read-ahead runs.
     const auto fetch = [this, &chunker](Prepared& p) {
@@ -167,8 +242,8 @@ class ForwardSink::Run {
         cur.chunk = std::move(pending.front());
         cur.encoded = false;
         pending.pop_front();
-      } else if (stashed || ahead.valid()) {
-        st = stashed ? *stashed : ahead.get();
+      } else if (stashed || ahead.busy()) {
+        st = stashed ? *stashed : ahead.Wait();
         stashed.reset();
         std::swap(cur, ahead_buf);
       } else {
@@ -187,14 +262,14 @@ class ForwardSink::Run {
       // @ref LLP 0014#read-ahead
       if (pending.empty() && !stashed && chunker.ok() &&
           chunker.offset() < chunker.file_size()) {
-        ahead = std::async(std::launch::async, fetch, std::ref(ahead_buf));
+        ahead.Start([&fetch, &ahead_buf] { return fetch(ahead_buf); });
       }
       switch (SendChunk(cur)) {
         case Step::kAcked:
-          if (!Acked(cur.chunk)) return Finish();  // ~future waits for the read-ahead
+          if (!Acked(cur.chunk)) return Finish();  // ~Drain waits for the read-ahead
           break;
         case Step::kSplit: {
-          if (ahead.valid()) stashed = ahead.get();  // the halves go first
+          if (ahead.busy()) stashed = ahead.Wait();  // the halves go first
           auto halves = SplitChunk(cur.chunk);       // SendChunk only asks for >= 2 rows
           pending.push_front(std::move(halves->second));
           pending.push_front(std::move(halves->first));
@@ -213,13 +288,6 @@ class ForwardSink::Run {
 
  private:
   enum class Step { kAcked, kSplit, kStop };
-
-  // A chunk and its encoded body, ready to send.
-  struct Prepared {
-    Chunk chunk;
-    std::string wire;
-    bool encoded = false;  // wire holds chunk.body encoded
-  };
 
   ForwardResult Finish() {
     s_.SetState({});
@@ -511,7 +579,8 @@ ForwardSink::ForwardSink(ForwardOptions options, ForwardDeps deps,
     : options_(std::move(options)),
       deps_(std::move(deps)),
       transport_(std::move(t)),
-      encoder_(options_.compression, options_.zstd_level) {}
+      encoder_(options_.compression, options_.zstd_level),
+      read_ahead_(std::make_unique<ReadAhead>()) {}
 
 ForwardSink::~ForwardSink() = default;
 

@@ -157,13 +157,24 @@ class ForwardSink {
 
  private:
   ForwardSink(ForwardOptions options, ForwardDeps deps, std::unique_ptr<HttpTransport> t);
-  class Run;  // one ForwardPartition call
+  class Run;        // one ForwardPartition call
+  class ReadAhead;  // the worker that reads and encodes the next chunk
   void SetState(State s);
 
   const ForwardOptions options_;
   ForwardDeps deps_;
   std::unique_ptr<HttpTransport> transport_;
-  Encoder encoder_;                 // sender thread only
+  Encoder encoder_;                 // sender thread, or read_ahead_ while it runs a job
+  std::unique_ptr<ReadAhead> read_ahead_;  // used by the sender thread only
+  // A chunk and its encoded body, ready to send. The two buffers are swapped, never
+  // reallocated, so their capacity is reused across chunks and partitions.
+  struct Prepared {
+    Chunk chunk{};
+    std::string wire{};
+    bool encoded = false;  // wire holds chunk.body encoded
+  };
+  Prepared cur_;    // the chunk being sent (sender thread)
+  Prepared ahead_;  // the next one (read_ahead_'s job while busy, else sender thread)
   std::optional<std::string> token_;  // sender thread only
   std::stop_source stop_;
   Counters counters_;
