@@ -34,15 +34,8 @@ constexpr int kWakeSignal = SIGUSR1;
 
 std::string NowIso8601() {
   const auto now = std::chrono::system_clock::now();
-  const auto ms = std::chrono::duration_cast<milliseconds>(now.time_since_epoch()).count();
-  const std::time_t secs = static_cast<std::time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[80];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                static_cast<int>(ms % 1000));
-  return buf;
+  return Rfc3339Millis(
+      std::chrono::duration_cast<milliseconds>(now.time_since_epoch()).count());
 }
 
 // @ref LLP 0022#token-file

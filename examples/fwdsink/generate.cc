@@ -51,13 +51,7 @@ struct Rng {
 std::string GenerateRow(std::uint64_t seed, std::uint64_t seq) {
   Rng rng{seed * 0x100000001b3ull ^ seq * 0x9e3779b97f4a7c15ull};
   const std::int64_t ms = kEpochMs + static_cast<std::int64_t>(seq) * 7;
-  const std::time_t secs = ms / 1000;
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char ts[80];
-  std::snprintf(ts, sizeof ts, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                static_cast<int>(ms % 1000));
+  const std::string ts = Rfc3339Millis(ms);
   // Every draw is taken once, in a fixed order, so rows are reproducible.
   const unsigned host = static_cast<unsigned>(rng.Next() % 24);
   const std::string_view service = rng.Pick(kServices);
@@ -70,7 +64,7 @@ std::string GenerateRow(std::uint64_t seed, std::uint64_t seq) {
   const std::string_view agent = rng.Pick(kAgents);
   char head[160];
   std::snprintf(head, sizeof head,
-                "{\"ts\":\"%s\",\"seq\":%llu,\"host\":\"web-%02u\",\"service\":\"", ts,
+                "{\"ts\":\"%s\",\"seq\":%llu,\"host\":\"web-%02u\",\"service\":\"", ts.c_str(),
                 static_cast<unsigned long long>(seq), host);
   char tail[160];
   std::snprintf(tail, sizeof tail,
@@ -124,6 +118,17 @@ int RunGenerate(const GenerateConfig& c) {
             << "\n";
   std::cout << rows << "\n";
   return kExitOk;
+}
+
+std::string Rfc3339Millis(std::int64_t unix_ms) {
+  const std::time_t secs = static_cast<std::time_t>(unix_ms / 1000);
+  std::tm tm{};
+  gmtime_r(&secs, &tm);
+  char buf[80];  // what -Wformat-truncation needs for any int fields
+  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
+                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
+                static_cast<int>(unix_ms % 1000));
+  return buf;
 }
 
 }  // namespace fwdsink_cli
