@@ -12,6 +12,7 @@ PKGS=(
   libzstd-dev zstd                     # compression (library; CLI for the benchmark baseline)
   doctest-dev                          # tests
   curl                                 # demo and benchmark baseline
+  time jq strace                       # the benchmark harness (its smoke run is in ctest)
 )
 
 missing=()
