@@ -104,8 +104,11 @@ bool Encoder::Encode(std::string_view in, std::string& out) {
   // The bound makes one call always enough; the scratch only ever grows.
   const std::size_t bound = ZSTD_compressBound(in.size());
   if (impl_->scratch_size < bound) {
-    impl_->scratch = std::make_unique_for_overwrite<char[]>(bound);
-    impl_->scratch_size = bound;
+    // A quarter of headroom: chunk sizes vary by a line or so, and a scratch that grew
+    // by a few bytes at a time would leave a ~1 MiB block behind each time.
+    const std::size_t grown = ZSTD_compressBound(in.size() + in.size() / 4);
+    impl_->scratch = std::make_unique_for_overwrite<char[]>(grown);
+    impl_->scratch_size = grown;
   }
   const std::size_t n = ZSTD_compress2(impl_->cctx.get(), impl_->scratch.get(),
                                        impl_->scratch_size, in.data(), in.size());

@@ -580,7 +580,16 @@ ForwardSink::ForwardSink(ForwardOptions options, ForwardDeps deps,
       deps_(std::move(deps)),
       transport_(std::move(t)),
       encoder_(options_.compression, options_.zstd_level),
-      read_ahead_(std::make_unique<ReadAhead>()) {}
+      read_ahead_(std::make_unique<ReadAhead>()) {
+  // Size the two chunk buffers for the configured chunk once: a buffer that grows mid-run
+  // leaves its old block behind (LLP 0030#memory-step). Pages not yet written cost no RSS.
+  for (Prepared* p : {&cur_, &ahead_}) {
+    p->chunk.body.reserve(options_.chunker.chunk_bytes);
+    if (options_.compression != Compression::kIdentity) {
+      p->wire.reserve(options_.chunker.chunk_bytes / 2);
+    }
+  }
+}
 
 ForwardSink::~ForwardSink() = default;
 
