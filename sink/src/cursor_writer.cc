@@ -23,6 +23,11 @@ bool CursorWriter::Submit(const std::string& name, std::uint64_t offset) {
   return true;
 }
 
+void CursorWriter::WaitIdle() {
+  std::unique_lock lock(mu_);
+  cv_.wait(lock, [this] { return !queued_ && !busy_; });
+}
+
 SpoolStatus CursorWriter::Flush() {
   std::unique_lock lock(mu_);
   cv_.wait(lock, [this] { return !queued_ && !busy_; });

@@ -33,8 +33,10 @@ class CursorWriter {
   // partition replaces a queued one (only the newest matters). Returns false if an
   // earlier save failed: the caller must stop sending (the error is kept for Flush).
   [[nodiscard]] bool Submit(const std::string& name, std::uint64_t offset);
-  // Waits until every submitted cursor is on disk. Returns the first error since the
-  // last Flush, or an ok status; clears it.
+  // Waits until every submitted cursor is on disk (or failed), keeping any error.
+  void WaitIdle();
+  // Waits like WaitIdle(), then returns the first error since the last Flush, or an ok
+  // status, and clears it.
   [[nodiscard]] SpoolStatus Flush();
 
  private:
