@@ -10,20 +10,62 @@
 
 namespace fwdsink {
 
-// One structured event. Names are stable strings an operator can alert on:
-//   forward.backpressure  a 429/503 (or a transport error / 5xx) and the wait chosen
-//   forward.gate_wait     waiting on the endpoint's shared gate another sender closed
-//   forward.give_up       the next wait would pass the inline budget
-//   forward.respool       the partition is given back, with its resume offset
-//   forward.poison        a chunk the server refuses as malformed (400/422/413 single row)
-//   forward.split         a chunk was split in two (413, or 400/422 to isolate a row)
-//   forward.auth_refresh  a 401 made the sink ask for a fresh token
-//   forward.auth_failed   a second 401 after a refresh
-//   forward.tls_error     TLS handshake/verification failed: nothing was sent
-//   forward.delivered     a partition was delivered to its end
-//   forward.aborted       Close() cut a pause or a request short
-//   forward.error         anything else (partition unreadable, cursor not persisted)
-// Fields that do not apply are left at their defaults (0 / empty).
+// Event names: stable strings an operator can alert on, declared once here. Every
+// event carries `event` (the name) and `label`; the fields each one adds are listed.
+namespace events {
+// A 429/503 (or a transport error / other 5xx) and the wait chosen.
+// Fields: partition, key, status, reason, attempt, wait_ms, wait_source, retry_after,
+// begin, end, message (transport error text).
+inline constexpr std::string_view kForwardBackpressure = "forward.backpressure";
+// Waiting on the endpoint's shared gate that another sender closed.
+// Fields: partition, key, reason, attempt, wait_ms, wait_source="gate", begin, end.
+inline constexpr std::string_view kForwardGateWait = "forward.gate_wait";
+// The next wait would pass the inline budget. Fields: partition, key, status, reason,
+// attempt, wait_ms (the wait not taken), begin, end, message.
+inline constexpr std::string_view kForwardGiveUp = "forward.give_up";
+// The partition is given back for a later tick. Fields: partition, key, status,
+// reason (the respool reason), end (the resume offset), message.
+inline constexpr std::string_view kForwardRespool = "forward.respool";
+// A chunk the server refuses as malformed (400/422/413 on a single row).
+// Fields: partition, key, status, reason, begin, end, message.
+inline constexpr std::string_view kForwardPoison = "forward.poison";
+// A chunk was split in two (413, or 400/422 to isolate a row).
+// Fields: partition, key, status, reason, begin, end.
+inline constexpr std::string_view kForwardSplit = "forward.split";
+// A 401 made the sink ask for a fresh token. Fields: partition, key, status, reason.
+inline constexpr std::string_view kForwardAuthRefresh = "forward.auth_refresh";
+// A second 401 after a refresh (or none to be had). Fields: partition, key, status,
+// reason, message.
+inline constexpr std::string_view kForwardAuthFailed = "forward.auth_failed";
+// TLS handshake/verification failed: nothing was sent. Fields: partition, key, reason.
+inline constexpr std::string_view kForwardTlsError = "forward.tls_error";
+// A partition was delivered to its end. Fields: partition, end.
+inline constexpr std::string_view kForwardDelivered = "forward.delivered";
+// Close() cut a pause or a request short. Fields: partition, end (the cursor).
+inline constexpr std::string_view kForwardAborted = "forward.aborted";
+// Anything else (partition unreadable or torn, encoding failed, cursor not persisted).
+// Fields: partition, key, reason, begin (the offset concerned), message.
+inline constexpr std::string_view kForwardError = "forward.error";
+// A cursor record was torn or invalid: the partition resumes from 0 under the same keys.
+// Fields: partition, reason, message.
+inline constexpr std::string_view kDriverCursorCorrupt = "driver.cursor_corrupt";
+// Rows were moved to dead/. Fields: partition, status, reason, begin, end, message.
+inline constexpr std::string_view kDriverDeadLetter = "driver.dead_letter";
+// A partition failed past the horizon and was moved to dead/ whole.
+// Fields: partition, status, reason, begin (from offset), message.
+inline constexpr std::string_view kDriverHorizonGiveUp = "driver.horizon_give_up";
+// The spool refused an operation. Fields: partition, reason, message.
+inline constexpr std::string_view kDriverSpoolError = "driver.spool_error";
+// The daemon started. Fields: pid, version, spool, url (logged by the daemon).
+inline constexpr std::string_view kDaemonStart = "daemon.start";
+// Periodic counters and progress from the daemon. Fields: every counter, ready.
+inline constexpr std::string_view kDaemonStats = "daemon.stats";
+// The daemon is exiting. Fields: every counter, ready, exit_code.
+inline constexpr std::string_view kDaemonExit = "daemon.exit";
+}  // namespace events
+
+// One structured event. Fields that do not apply are left at their defaults (0 /
+// empty) and are not rendered.
 struct Event {
   std::string_view name{};
   std::string_view label{};      // the sink's log label (two sinks in one daemon)
