@@ -103,6 +103,8 @@ TEST_CASE("JsonObject: insertion order, nesting, Append, copies independent") {
   CHECK(line.Dump().find("extra") == std::string::npos);
   fwdsink::JsonObject moved = std::move(copy);
   CHECK(moved.Dump().find("extra") != std::string::npos);
+  copy = line;  // a moved-from object can be assigned to again
+  CHECK(copy.Dump() == line.Dump());
 }
 
 TEST_CASE("sink counters: one list feeds the struct, the snapshot, the JSON and the visitor") {

@@ -19,12 +19,11 @@ struct JsonObject::Impl {
 JsonObject::JsonObject() : impl_(std::make_unique<Impl>()) {}
 JsonObject::JsonObject(const JsonObject& other)
     : impl_(std::make_unique<Impl>(*other.impl_)) {}
-// A moved-from object is left empty and usable, not null.
-JsonObject::JsonObject(JsonObject&& other) noexcept : impl_(std::move(other.impl_)) {
-  other.impl_ = std::make_unique<Impl>();
-}
+// Moving does not allocate (it is noexcept); the moved-from object holds no Impl and
+// may only be assigned to or destroyed, as the header says.
+JsonObject::JsonObject(JsonObject&& other) noexcept : impl_(std::move(other.impl_)) {}
 JsonObject& JsonObject::operator=(const JsonObject& other) {
-  if (this != &other) *impl_ = *other.impl_;
+  if (this != &other) impl_ = std::make_unique<Impl>(*other.impl_);
   return *this;
 }
 JsonObject& JsonObject::operator=(JsonObject&& other) noexcept {

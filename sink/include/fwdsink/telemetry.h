@@ -110,7 +110,8 @@ using EventCallback = std::function<void(const Event&)>;
 // daemon write goes through. Fields keep the order they were added in (a field added
 // twice appears once, with the last value). Dump() writes compact JSON and replaces
 // invalid UTF-8 (a server's reason is not ours to trust) with U+FFFD, so a line is
-// always JSON. Not thread-safe: one object per thread.
+// always JSON. Not thread-safe: one object per thread. A moved-from JsonObject may only
+// be assigned to or destroyed.
 // @ref LLP 0015#json-writer
 class JsonObject {
  public:
