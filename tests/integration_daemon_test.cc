@@ -16,6 +16,7 @@
 #include "daemon_process.h"
 #include "fwdsink/spool.h"
 #include "fwdsink/spool_writer.h"
+#include "fwdsink/telemetry.h"
 
 namespace {
 
@@ -72,7 +73,88 @@ std::uint64_t Generate(const fs::path& dir, const fs::path& spool, const std::st
   return std::stoull(out);
 }
 
+// Every line of the daemon's JSON log parsed back, fields in their written order.
+std::vector<nlohmann::ordered_json> JsonLines(const std::string& err) {
+  std::vector<nlohmann::ordered_json> lines;
+  std::size_t start = 0;
+  while (start < err.size()) {
+    std::size_t end = err.find('\n', start);
+    if (end == std::string::npos) end = err.size();
+    lines.push_back(nlohmann::ordered_json::parse(err.substr(start, end - start), nullptr,
+                                                  /*allow_exceptions=*/false));
+    start = end + 1;
+  }
+  return lines;
+}
+
+template <class Snapshot>
+std::vector<std::string> CounterNames() {
+  std::vector<std::string> names;
+  fwdsink::ForEachCounter(Snapshot{},
+                          [&](const fwdsink::CounterField& f) { names.emplace_back(f.name); });
+  return names;
+}
+
+std::vector<std::string> Keys(const nlohmann::ordered_json& j) {
+  std::vector<std::string> keys;
+  for (const auto& [k, v] : j.items()) keys.push_back(k);
+  return keys;
+}
+
+// Runs `forward --once --log-json` over a spool at `spool` and returns the log lines,
+// checking what every line shares: JSON, `ts` first, then `event`.
+std::vector<nlohmann::ordered_json> ForwardOnceLog(const fs::path& dir, const fs::path& spool,
+                                                   const CentralProcess& central) {
+  Generate(dir, spool, "20k", "1");
+  std::string err;
+  CHECK(RunDaemon(dir, {"forward", "--once", "--log-json", "--spool", spool.string(), "--url",
+                        Url(central)}, nullptr, &err) == kExitOk);
+  auto lines = JsonLines(err);
+  REQUIRE(lines.size() >= 3);  // start, delivered, exit
+  for (const auto& j : lines) {
+    REQUIRE_FALSE(j.is_discarded());
+    REQUIRE(Keys(j).size() >= 2);
+    CHECK(Keys(j)[0] == "ts");
+    CHECK(Keys(j)[1] == "event");
+  }
+  return lines;
+}
+
 }  // namespace
+
+TEST_CASE("the daemon's JSON log: one writer, counters from their one list") {
+  const fs::path dir = CentralProcess::ScratchDir("daemon_json_log");
+  CentralProcess central(dir / "central");
+  REQUIRE(central.Start());
+
+  SUBCASE("start and exit lines carry their fields; counters named by the lists") {
+    const auto lines = ForwardOnceLog(dir, dir / "spool", central);
+    const auto& start = lines.front();
+    CHECK(start["event"] == "daemon.start");
+    CHECK(Keys(start) == std::vector<std::string>{"ts", "event", "pid", "mode", "spool", "url"});
+    CHECK(start["mode"] == "once");
+    const auto& exit = lines.back();
+    CHECK(exit["event"] == "daemon.exit");
+    CHECK(Keys(exit) == std::vector<std::string>{"ts", "event", "label", "partitions_left",
+                                                 "rows_per_s", "bytes_per_s", "counters",
+                                                 "driver", "exit_code", "why"});
+    CHECK(Keys(exit["counters"]) == CounterNames<fwdsink::CountersSnapshot>());
+    CHECK(Keys(exit["driver"]) == CounterNames<fwdsink::DriverCountersSnapshot>());
+    CHECK(exit["driver"]["partitions_delivered"] == 1);
+    CHECK(exit["exit_code"] == 0);
+    CHECK(exit["why"] == "once");
+  }
+  SUBCASE("a spool path with invalid UTF-8 still yields JSON lines (U+FFFD)") {
+    const auto lines = ForwardOnceLog(dir, dir / "spool-\xFF\xFE", central);
+    const std::string logged = lines.front()["spool"];
+    CHECK(logged.find("\xEF\xBF\xBD") != std::string::npos);
+  }
+  SUBCASE("twin: a spool path in valid UTF-8 is logged byte for byte") {
+    const fs::path spool = dir / "spool-d\xC3\xA9j\xC3\xA0";  // "spool-déjà"
+    const auto lines = ForwardOnceLog(dir, spool, central);
+    CHECK(lines.front()["spool"] == spool.string());
+  }
+}
 
 TEST_CASE("fwdsink forward --once exit codes") {
   const fs::path dir = CentralProcess::ScratchDir("daemon_once");

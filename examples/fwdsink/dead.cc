@@ -1,12 +1,14 @@
 // `fwdsink dead list|requeue|purge`: the operator's view of SPOOL/dead.
+#include <chrono>
 #include <ctime>
 #include <iomanip>
 #include <iostream>
-
-#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
 
 #include "commands.h"
 #include "fwdsink/spool.h"
+#include "fwdsink/telemetry.h"
 
 namespace fwdsink_cli {
 namespace {
@@ -26,20 +28,21 @@ int ExitFor(const fwdsink::SpoolStatus& s) {
              : kExitIoErr;
 }
 
-nlohmann::json ToJson(const fwdsink::DeadEntry& e) {
-  nlohmann::json j = {{"name", e.name},
-                      {"partition", e.partition},
-                      {"kind", fwdsink::to_string(e.kind)},
-                      {"begin", e.begin},
-                      {"end", e.end},
-                      {"rows", e.rows},
-                      {"status", e.status},
-                      {"reason", e.reason},
-                      {"dead_at", Iso8601(e.dead_at)},
-                      {"rows_path", e.rows_path.string()}};
-  if (e.requeued_at) j["requeued_at"] = Iso8601(*e.requeued_at);
-  if (e.requeued_as) j["requeued_as"] = *e.requeued_as;
-  j["requeues"] = e.requeues;
+fwdsink::JsonObject ToJson(const fwdsink::DeadEntry& e) {
+  fwdsink::JsonObject j;
+  j.Add("name", e.name)
+      .Add("partition", e.partition)
+      .Add("kind", fwdsink::to_string(e.kind))
+      .Add("begin", e.begin)
+      .Add("end", e.end)
+      .Add("rows", e.rows)
+      .Add("status", e.status)
+      .Add("reason", e.reason)
+      .Add("dead_at", Iso8601(e.dead_at))
+      .Add("rows_path", e.rows_path.string());
+  if (e.requeued_at) j.Add("requeued_at", Iso8601(*e.requeued_at));
+  if (e.requeued_as) j.Add("requeued_as", *e.requeued_as);
+  j.Add("requeues", e.requeues);
   return j;
 }
 
@@ -50,11 +53,14 @@ int List(fwdsink::Spool& spool, const DeadConfig& c) {
     return ExitFor(list.status());
   }
   if (c.json) {
-    nlohmann::json out = {{"total", list->total}, {"offset", c.filter.offset},
-                          {"entries", nlohmann::json::array()},
-                          {"unreadable", list->unreadable}};
-    for (const auto& e : list->entries) out["entries"].push_back(ToJson(e));
-    std::cout << out.dump() << "\n";
+    std::vector<fwdsink::JsonObject> entries;
+    for (const auto& e : list->entries) entries.push_back(ToJson(e));
+    fwdsink::JsonObject out;
+    out.Add("total", list->total)
+        .Add("offset", c.filter.offset)
+        .Add("entries", entries)
+        .Add("unreadable", list->unreadable);
+    std::cout << out.Dump() << "\n";
     return kExitOk;
   }
   std::cout << std::left << std::setw(48) << "NAME" << " " << std::setw(7) << "KIND" << " "

@@ -8,18 +8,29 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
-#include <csignal>
+#include <chrono>
+#include <cmath>
 #include <condition_variable>
+#include <csignal>
+#include <cstdint>
 #include <cstdio>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
 #include <thread>
+#include <utility>
 
 #include "commands.h"
 #include "fwdsink/driver.h"
+#include "fwdsink/telemetry.h"
 
 namespace fwdsink_cli {
 namespace {
@@ -72,29 +83,30 @@ class Output {
 
   // Logs one sink/driver event.
   void Event(const fwdsink::Event& e) {
-    const std::string json = fwdsink::ToJson(e);
+    const std::string line = LogLine(fwdsink::ToJsonObject(e));
     std::lock_guard lock(mu_);
     if (progress_) {
       ClearLineLocked();
       std::fprintf(stderr, "%s\n", Human(e).c_str());
       RedrawLocked();
     } else {
-      WriteJsonLocked(stderr, json);
+      WriteLocked(stderr, line);
     }
-    if (file_) WriteJsonLocked(file_, json);
+    if (file_) WriteLocked(file_, line);
   }
 
   // Logs one JSON object (a stats or lifecycle line); also shown on a terminal when
   // `show` is set.
-  void Json(const std::string& json, bool show) {
+  void Json(const fwdsink::JsonObject& json, bool show) {
+    const std::string line = LogLine(json);
     std::lock_guard lock(mu_);
-    if (!progress_) WriteJsonLocked(stderr, json);
+    if (!progress_) WriteLocked(stderr, line);
     else if (show) {
       ClearLineLocked();
-      std::fprintf(stderr, "%s\n", json.c_str());
+      std::fprintf(stderr, "%s\n", json.Dump().c_str());
       RedrawLocked();
     }
-    if (file_) WriteJsonLocked(file_, json);
+    if (file_) WriteLocked(file_, line);
   }
 
   // Replaces the progress line (terminal mode only).
@@ -128,9 +140,14 @@ class Output {
     if (!e.message.empty()) s += ": " + e.message;
     return s;
   }
-  void WriteJsonLocked(std::FILE* f, const std::string& json) {
-    // Every line starts with its time: {"ts":"...","event":...}
-    std::fprintf(f, "{\"ts\":\"%s\",%s\n", NowIso8601().c_str(), json.c_str() + 1);
+  // Every log line starts with its time: {"ts":"...","event":...}
+  static std::string LogLine(const fwdsink::JsonObject& body) {
+    fwdsink::JsonObject line;
+    line.Add("ts", NowIso8601()).Append(body);
+    return line.Dump();
+  }
+  static void WriteLocked(std::FILE* f, const std::string& line) {
+    std::fprintf(f, "%s\n", line.c_str());
     std::fflush(f);
   }
   void ClearLineLocked() {
@@ -159,28 +176,18 @@ std::uint64_t CountReady(const std::filesystem::path& spool) {
   return n;
 }
 
-std::string StatsJson(std::string_view event, const fwdsink::Driver& d, std::uint64_t left,
-                      double rows_per_s, double bytes_per_s) {
-  const auto& c = d.counters();
-  constexpr auto r = std::memory_order_relaxed;
-  char rates[96];
-  std::snprintf(rates, sizeof rates, "\"rows_per_s\":%.0f,\"bytes_per_s\":%.0f", rows_per_s,
-                bytes_per_s);
-  std::string s = "{\"event\":";
-  fwdsink::AppendJsonString(s, event);
-  s += ",\"label\":";
-  fwdsink::AppendJsonString(s, d.sink().options().label);
-  s += ",\"partitions_left\":" + std::to_string(left) + "," + rates;
-  s += ",\"counters\":" + fwdsink::ToJson(fwdsink::Snapshot(d.sink().counters()));
-  s += ",\"driver\":{\"ticks\":" + std::to_string(c.ticks.load(r)) +
-       ",\"partitions_delivered\":" + std::to_string(c.partitions_delivered.load(r)) +
-       ",\"respools\":" + std::to_string(c.respools.load(r)) +
-       ",\"poisoned_chunks\":" + std::to_string(c.poisoned_chunks.load(r)) +
-       ",\"horizon_give_ups\":" + std::to_string(c.horizon_give_ups.load(r)) +
-       ",\"torn_partitions\":" + std::to_string(c.torn_partitions.load(r)) +
-       ",\"cursor_corrupt\":" + std::to_string(c.cursor_corrupt.load(r)) +
-       ",\"spool_errors\":" + std::to_string(c.spool_errors.load(r)) +
-       ",\"overload_level\":" + std::to_string(c.overload_level.load(r)) + "}}";
+// The daemon.stats / daemon.exit object: both counter sets come from their one list
+// in fwdsink/telemetry.h. Rates are whole numbers (rounded as printf's %.0f did).
+fwdsink::JsonObject StatsJson(std::string_view event, const fwdsink::Driver& d,
+                              std::uint64_t left, double rows_per_s, double bytes_per_s) {
+  fwdsink::JsonObject s;
+  s.Add("event", event)
+      .Add("label", d.sink().options().label)
+      .Add("partitions_left", left)
+      .Add("rows_per_s", static_cast<std::int64_t>(std::nearbyint(rows_per_s)))
+      .Add("bytes_per_s", static_cast<std::int64_t>(std::nearbyint(bytes_per_s)))
+      .Add("counters", fwdsink::ToJsonObject(fwdsink::Snapshot(d.sink().counters())))
+      .Add("driver", fwdsink::ToJsonObject(fwdsink::Snapshot(d.counters())));
   return s;
 }
 
@@ -255,11 +262,11 @@ class Reporter {
         out_.Progress(ProgressLine(driver_, left, rps, bps));
         // The --log-file still gets its periodic stats line.
         if (now - last_stats >= stats_interval_) {
-          out_.Json(StatsJson("daemon.stats", driver_, left, rps, bps), false);
+          out_.Json(StatsJson(fwdsink::events::kDaemonStats, driver_, left, rps, bps), false);
           last_stats = now;
         }
       } else {
-        out_.Json(StatsJson("daemon.stats", driver_, left, rps, bps), true);
+        out_.Json(StatsJson(fwdsink::events::kDaemonStats, driver_, left, rps, bps), true);
       }
       last = now;
       rows0 = rows;
@@ -323,14 +330,13 @@ int RunForward(const ForwardConfig& config) {
     return error.field == "spool_dir" ? kExitIoErr : kExitUsage;
   }
 
-  {
-    std::string start = "{\"event\":\"daemon.start\",\"pid\":" + std::to_string(::getpid()) +
-                        ",\"mode\":" + (config.once ? "\"once\"" : "\"run\"") + ",\"spool\":";
-    fwdsink::AppendJsonString(start, config.driver.spool_dir.string());
-    start += ",\"url\":";
-    fwdsink::AppendJsonString(start, config.driver.forward.url);
-    out.Json(start + "}", false);
-  }
+  out.Json(fwdsink::JsonObject()
+               .Add("event", fwdsink::events::kDaemonStart)
+               .Add("pid", ::getpid())
+               .Add("mode", config.once ? "once" : "run")
+               .Add("spool", config.driver.spool_dir.string())
+               .Add("url", config.driver.forward.url),
+           false);
 
   Reporter reporter(*driver, out, config.driver.spool_dir, config.stats_interval);
   std::atomic<bool> finished{false};
@@ -368,11 +374,11 @@ int RunForward(const ForwardConfig& config) {
   reporter.Stop();
   out.EndProgress();
 
-  std::string exit_line = StatsJson("daemon.exit", *driver, CountReady(config.driver.spool_dir), 0, 0);
-  exit_line.pop_back();  // extend the object
-  exit_line += ",\"exit_code\":" + std::to_string(code) + ",\"why\":\"" + why + "\"";
-  if (const int sig = stop_signal.load()) exit_line += ",\"signal\":" + std::to_string(sig);
-  out.Json(exit_line + "}", true);
+  fwdsink::JsonObject exit_line = StatsJson(fwdsink::events::kDaemonExit, *driver,
+                                            CountReady(config.driver.spool_dir), 0, 0);
+  exit_line.Add("exit_code", code).Add("why", why);
+  if (const int sig = stop_signal.load()) exit_line.Add("signal", sig);
+  out.Json(exit_line, true);
   driver.reset();
   if (log_file) std::fclose(log_file);
   return code;

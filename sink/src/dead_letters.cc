@@ -10,6 +10,7 @@
 
 #include "fwdsink/dead_letters.h"
 #include "fwdsink/spool.h"
+#include "json_writer.h"
 #include "spool_io.h"
 
 namespace fwdsink {
@@ -79,7 +80,7 @@ std::string DumpRecord(const DeadEntry& e) {
   if (e.requeued_as) j["requeued_as"] = *e.requeued_as;
   if (e.requeues > 0) j["requeues"] = e.requeues;
   // A server's reason is not guaranteed UTF-8: replace, never throw.
-  return j.dump(1, ' ', false, json::error_handler_t::replace) + "\n";
+  return internal::DumpJson(j, /*indent=*/1) + "\n";
 }
 
 template <typename T>

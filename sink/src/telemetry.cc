@@ -1,112 +1,147 @@
 #include "fwdsink/telemetry.h"
 
-#include <cstdio>
+#include <cstdint>
+#include <string>
+#include <utility>
+
+#include <nlohmann/json.hpp>
+
+#include "json_writer.h"
 
 namespace fwdsink {
 
-void AppendJsonString(std::string& out, std::string_view s) {
-  out.push_back('"');
-  for (char c : s) {
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", static_cast<unsigned>(c));
-          out += buf;
-        } else {
-          out.push_back(c);  // UTF-8 passes through; invalid bytes are the server's text
-        }
-    }
-  }
-  out.push_back('"');
+// ordered_json: fields stay in the order they were added, which keeps log lines stable
+// for the greps and jq filters that read them (scripts/demo.sh, tests/bench/run.sh).
+struct JsonObject::Impl {
+  nlohmann::ordered_json value = nlohmann::ordered_json::object();
+};
+
+JsonObject::JsonObject() : impl_(std::make_unique<Impl>()) {}
+JsonObject::JsonObject(const JsonObject& other)
+    : impl_(std::make_unique<Impl>(*other.impl_)) {}
+// Moving does not allocate (it is noexcept); the moved-from object holds no Impl and
+// may only be assigned to or destroyed, as the header says.
+JsonObject::JsonObject(JsonObject&& other) noexcept : impl_(std::move(other.impl_)) {}
+JsonObject& JsonObject::operator=(const JsonObject& other) {
+  if (this != &other) impl_ = std::make_unique<Impl>(*other.impl_);
+  return *this;
 }
+JsonObject& JsonObject::operator=(JsonObject&& other) noexcept {
+  std::swap(impl_, other.impl_);
+  return *this;
+}
+JsonObject::~JsonObject() = default;
 
 namespace {
-void Field(std::string& out, std::string_view k, std::string_view v) {
-  out += ',';
-  AppendJsonString(out, k);
-  out += ':';
-  AppendJsonString(out, v);
-}
-void Field(std::string& out, std::string_view k, std::uint64_t v) {
-  out += ',';
-  AppendJsonString(out, k);
-  out += ':';
-  out += std::to_string(v);
+template <class T>
+void Set(nlohmann::ordered_json& j, std::string_view key, T&& value) {
+  j[std::string(key)] = std::forward<T>(value);
 }
 }  // namespace
 
-std::string ToJson(const Event& e) {
-  std::string out = "{\"event\":";
-  AppendJsonString(out, e.name);
-  if (!e.label.empty()) Field(out, "label", e.label);
-  if (!e.partition.empty()) Field(out, "partition", e.partition);
-  if (!e.key.empty()) Field(out, "key", e.key);
-  if (e.status != 0) Field(out, "status", static_cast<std::uint64_t>(e.status));
-  if (!e.reason.empty()) Field(out, "reason", e.reason);
-  if (e.attempt != 0) Field(out, "attempt", e.attempt);
-  if (e.wait.count() > 0) Field(out, "wait_ms", static_cast<std::uint64_t>(e.wait.count()));
-  if (!e.wait_source.empty()) Field(out, "wait_source", e.wait_source);
-  if (!e.retry_after.empty()) Field(out, "retry_after", e.retry_after);
-  if (e.begin != 0 || e.end != 0) {
-    Field(out, "begin", e.begin);
-    Field(out, "end", e.end);
-  }
-  if (!e.message.empty()) Field(out, "message", e.message);
-  out += '}';
-  return out;
+JsonObject& JsonObject::Add(std::string_view key, std::string_view value) {
+  Set(impl_->value, key, std::string(value));
+  return *this;
 }
+JsonObject& JsonObject::Add(std::string_view key, const char* value) {
+  return Add(key, std::string_view(value));
+}
+JsonObject& JsonObject::Add(std::string_view key, const std::string& value) {
+  return Add(key, std::string_view(value));
+}
+JsonObject& JsonObject::Add(std::string_view key, bool value) {
+  Set(impl_->value, key, value);
+  return *this;
+}
+JsonObject& JsonObject::AddSigned(std::string_view key, std::int64_t value) {
+  Set(impl_->value, key, value);
+  return *this;
+}
+JsonObject& JsonObject::AddUnsigned(std::string_view key, std::uint64_t value) {
+  Set(impl_->value, key, value);
+  return *this;
+}
+JsonObject& JsonObject::Add(std::string_view key, const JsonObject& value) {
+  Set(impl_->value, key, value.impl_->value);
+  return *this;
+}
+JsonObject& JsonObject::Add(std::string_view key, const std::vector<JsonObject>& values) {
+  auto array = nlohmann::ordered_json::array();
+  for (const JsonObject& v : values) array.push_back(v.impl_->value);
+  Set(impl_->value, key, std::move(array));
+  return *this;
+}
+JsonObject& JsonObject::Add(std::string_view key, const std::vector<std::string>& values) {
+  Set(impl_->value, key, values);
+  return *this;
+}
+JsonObject& JsonObject::Append(const JsonObject& other) {
+  for (const auto& [key, value] : other.impl_->value.items()) impl_->value[key] = value;
+  return *this;
+}
+
+std::string JsonObject::Dump() const { return internal::DumpJson(impl_->value); }
+
+JsonObject ToJsonObject(const Event& e) {
+  JsonObject o;
+  o.Add("event", e.name);
+  if (!e.label.empty()) o.Add("label", e.label);
+  if (!e.partition.empty()) o.Add("partition", e.partition);
+  if (!e.key.empty()) o.Add("key", e.key);
+  if (e.status != 0) o.Add("status", e.status);
+  if (!e.reason.empty()) o.Add("reason", e.reason);
+  if (e.attempt != 0) o.Add("attempt", e.attempt);
+  if (e.wait.count() > 0) o.Add("wait_ms", e.wait.count());
+  if (!e.wait_source.empty()) o.Add("wait_source", e.wait_source);
+  if (!e.retry_after.empty()) o.Add("retry_after", e.retry_after);
+  if (e.begin != 0 || e.end != 0) {
+    o.Add("begin", e.begin);
+    o.Add("end", e.end);
+  }
+  if (!e.message.empty()) o.Add("message", e.message);
+  return o;
+}
+
+std::string ToJson(const Event& e) { return ToJsonObject(e).Dump(); }
+
+std::string_view to_string(CounterKind kind) {
+  switch (kind) {
+    case CounterKind::kCounter: return "counter";
+    case CounterKind::kGauge: return "gauge";
+  }
+  return "counter";
+}
+
+// Both kinds are loaded the same way; the list macro's two arguments only matter to
+// consumers that tell counters from gauges (ForEachCounter).
+#define FWDSINK_INTERNAL_LOAD(name, help) out.name = c.name.load(std::memory_order_relaxed);
 
 CountersSnapshot Snapshot(const Counters& c) {
-  constexpr auto r = std::memory_order_relaxed;
-  return CountersSnapshot{
-      c.chunks_sent.load(r),    c.chunks_acked.load(r),     c.rows_sent.load(r),
-      c.rows_acked.load(r),     c.bytes_sent.load(r),       c.bytes_acked.load(r),
-      c.wire_bytes_sent.load(r), c.status_429.load(r),      c.status_503.load(r),
-      c.other_5xx.load(r),      c.transport_errors.load(r), c.waits.load(r),
-      c.wait_ms.load(r),        c.gate_waits.load(r),       c.budget_exhausted.load(r),
-      c.respools.load(r),       c.poisoned_chunks.load(r),  c.splits.load(r),
-      c.auth_refreshes.load(r), c.aborts.load(r),           c.partitions_delivered.load(r)};
-}
-
-std::string ToJson(const CountersSnapshot& s) {
-  std::string out = "{";
-  bool first = true;
-  auto f = [&](std::string_view k, std::uint64_t v) {
-    if (!first) out += ',';
-    first = false;
-    AppendJsonString(out, k);
-    out += ':';
-    out += std::to_string(v);
-  };
-  f("chunks_sent", s.chunks_sent);
-  f("chunks_acked", s.chunks_acked);
-  f("rows_sent", s.rows_sent);
-  f("rows_acked", s.rows_acked);
-  f("bytes_sent", s.bytes_sent);
-  f("bytes_acked", s.bytes_acked);
-  f("wire_bytes_sent", s.wire_bytes_sent);
-  f("status_429", s.status_429);
-  f("status_503", s.status_503);
-  f("other_5xx", s.other_5xx);
-  f("transport_errors", s.transport_errors);
-  f("waits", s.waits);
-  f("wait_ms", s.wait_ms);
-  f("gate_waits", s.gate_waits);
-  f("budget_exhausted", s.budget_exhausted);
-  f("respools", s.respools);
-  f("poisoned_chunks", s.poisoned_chunks);
-  f("splits", s.splits);
-  f("auth_refreshes", s.auth_refreshes);
-  f("aborts", s.aborts);
-  f("partitions_delivered", s.partitions_delivered);
-  out += '}';
+  CountersSnapshot out;
+  FWDSINK_SINK_COUNTERS(FWDSINK_INTERNAL_LOAD, FWDSINK_INTERNAL_LOAD)
   return out;
 }
+
+DriverCountersSnapshot Snapshot(const DriverCounters& c) {
+  DriverCountersSnapshot out;
+  FWDSINK_DRIVER_COUNTERS(FWDSINK_INTERNAL_LOAD, FWDSINK_INTERNAL_LOAD)
+  return out;
+}
+
+#undef FWDSINK_INTERNAL_LOAD
+
+namespace {
+template <class Snap>
+JsonObject CountersObject(const Snap& s) {
+  JsonObject o;
+  ForEachCounter(s, [&o](const CounterField& f) { o.Add(f.name, f.value); });
+  return o;
+}
+}  // namespace
+
+JsonObject ToJsonObject(const CountersSnapshot& s) { return CountersObject(s); }
+JsonObject ToJsonObject(const DriverCountersSnapshot& s) { return CountersObject(s); }
+std::string ToJson(const CountersSnapshot& s) { return ToJsonObject(s).Dump(); }
+std::string ToJson(const DriverCountersSnapshot& s) { return ToJsonObject(s).Dump(); }
 
 }  // namespace fwdsink

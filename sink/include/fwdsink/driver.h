@@ -16,6 +16,7 @@
 #include "fwdsink/forward_sink.h"
 #include "fwdsink/overload.h"
 #include "fwdsink/spool.h"
+#include "fwdsink/telemetry.h"
 
 namespace fwdsink {
 
@@ -56,19 +57,7 @@ struct TickReport {
   }
 };
 
-// Driver-level counters, readable from any thread.
-struct DriverCounters {
-  std::atomic<std::uint64_t> ticks{0};
-  std::atomic<std::uint64_t> partitions_delivered{0};
-  std::atomic<std::uint64_t> respools{0};
-  std::atomic<std::uint64_t> poisoned_chunks{0};
-  // Partitions given up whole after the horizon: the series an operator alerts on.
-  std::atomic<std::uint64_t> horizon_give_ups{0};
-  std::atomic<std::uint64_t> torn_partitions{0};
-  std::atomic<std::uint64_t> cursor_corrupt{0};
-  std::atomic<std::uint64_t> spool_errors{0};
-  std::atomic<std::uint64_t> overload_level{0};
-};
+// DriverCounters (the driver's counters) is generated in telemetry.h.
 
 // Forwards every ready partition of one spool to one endpoint.
 //

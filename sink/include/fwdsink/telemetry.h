@@ -3,71 +3,93 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
+#include <type_traits>
+#include <vector>
 
 namespace fwdsink {
 
 // Event names: stable strings an operator can alert on, declared once here. Every
-// event carries `event` (the name) and `label`; the fields each one adds are listed.
+// event carries `event` (the name); the sink's and the driver's events also carry
+// `label`, and the sink's `partition`. The fields each one adds are listed, as
+// emitted by sink/src/forward_sink.cc, sink/src/driver.cc and examples/fwdsink/forward.cc
+// (when `begin` or `end` is listed, both are rendered). The daemon's JSON log puts
+// `ts` (RFC 3339, UTC, milliseconds) first on every line. @ref LLP 0015#events
 namespace events {
 // A 429/503 (or a transport error / other 5xx) and the wait chosen.
-// Fields: partition, key, status, reason, attempt, wait_ms, wait_source, retry_after,
-// begin, end, message (transport error text).
+// Fields: partition, key, status (0 for a transport error), reason, attempt, wait_ms,
+// wait_source, retry_after (raw header, if any), begin, end, message (transport error
+// text).
 inline constexpr std::string_view kForwardBackpressure = "forward.backpressure";
 // Waiting on the endpoint's shared gate that another sender closed.
-// Fields: partition, key, reason, attempt, wait_ms, wait_source="gate", begin, end.
+// Fields: partition, key, reason, attempt, wait_ms, wait_source="gate", begin, end,
+// message.
 inline constexpr std::string_view kForwardGateWait = "forward.gate_wait";
 // The next wait would pass the inline budget. Fields: partition, key, status, reason,
 // attempt, wait_ms (the wait not taken), begin, end, message.
 inline constexpr std::string_view kForwardGiveUp = "forward.give_up";
-// The partition is given back for a later tick. Fields: partition, key, status,
-// reason (the respool reason), end (the resume offset), message.
+// The partition is given back for a later tick. Fields: partition, key (absent for
+// cursor_not_saved), status (absent for cursor_not_saved), reason (the respool reason
+// after a give-up or "cursor_not_saved"; the server's reason or "http_NNN" after an
+// unexpected status), end (the resume offset), message.
 inline constexpr std::string_view kForwardRespool = "forward.respool";
 // A chunk the server refuses as malformed (400/422/413 on a single row).
 // Fields: partition, key, status, reason, begin, end, message.
 inline constexpr std::string_view kForwardPoison = "forward.poison";
 // A chunk was split in two (413, or 400/422 to isolate a row).
-// Fields: partition, key, status, reason, begin, end.
+// Fields: partition, key, status, reason, begin, end, message.
 inline constexpr std::string_view kForwardSplit = "forward.split";
-// A 401 made the sink ask for a fresh token. Fields: partition, key, status, reason.
+// A 401 made the sink ask for a fresh token. Fields: partition, key, status, reason,
+// message.
 inline constexpr std::string_view kForwardAuthRefresh = "forward.auth_refresh";
 // A second 401 after a refresh (or none to be had). Fields: partition, key, status,
 // reason, message.
 inline constexpr std::string_view kForwardAuthFailed = "forward.auth_failed";
-// TLS handshake/verification failed: nothing was sent. Fields: partition, key, reason.
+// TLS handshake/verification failed: nothing was sent. Fields: partition, key,
+// reason="tls", message.
 inline constexpr std::string_view kForwardTlsError = "forward.tls_error";
-// A partition was delivered to its end. Fields: partition, end.
+// A partition was delivered to its end. Fields: partition, end, message.
 inline constexpr std::string_view kForwardDelivered = "forward.delivered";
-// Close() cut a pause or a request short. Fields: partition, end (the cursor).
+// Close() cut a pause or a request short. Fields: partition, end (the cursor), message.
 inline constexpr std::string_view kForwardAborted = "forward.aborted";
-// Anything else (partition unreadable or torn, encoding failed, cursor not persisted).
-// Fields: partition, key, reason, begin (the offset concerned), message.
+// Anything else: the partition unreadable or torn (reason from the chunker, begin = the
+// offset concerned) or a chunk that could not be encoded (key, reason="encode_failed").
+// Fields: partition, key, reason, begin, message.
 inline constexpr std::string_view kForwardError = "forward.error";
 // A cursor record was torn or invalid: the partition resumes from 0 under the same keys.
-// Fields: partition, reason, message.
+// Fields: partition, reason="cursor_corrupt", message.
 inline constexpr std::string_view kDriverCursorCorrupt = "driver.cursor_corrupt";
-// Rows were moved to dead/. Fields: partition, status, reason, begin, end, message.
+// Rows were moved to dead/: poisoned rows (status, begin, end) or a torn partition's
+// tail (begin = from offset). Fields: partition, status, reason, begin, end, message.
 inline constexpr std::string_view kDriverDeadLetter = "driver.dead_letter";
 // A partition failed past the horizon and was moved to dead/ whole.
 // Fields: partition, status, reason, begin (from offset), message.
 inline constexpr std::string_view kDriverHorizonGiveUp = "driver.horizon_give_up";
-// The spool refused an operation. Fields: partition, reason, message.
+// The spool refused an operation. Fields: partition (absent for list_ready), reason
+// (the operation: list_ready, cursor_unreadable, cursor_save, mark_delivered,
+// read_poison, dead_letter), begin and end (read_poison only), message.
 inline constexpr std::string_view kDriverSpoolError = "driver.spool_error";
-// The daemon started. Fields: pid, version, spool, url (logged by the daemon).
+// The daemon started. Fields: pid, mode ("once" | "run"), spool, url.
 inline constexpr std::string_view kDaemonStart = "daemon.start";
-// Periodic counters and progress from the daemon. Fields: every counter, ready.
+// Periodic counters and progress from the daemon. Fields: label, partitions_left,
+// rows_per_s, bytes_per_s, counters (the sink's, FWDSINK_SINK_COUNTERS), driver (the
+// driver's, FWDSINK_DRIVER_COUNTERS).
 inline constexpr std::string_view kDaemonStats = "daemon.stats";
-// The daemon is exiting. Fields: every counter, ready, exit_code.
+// The daemon is exiting. Fields: those of daemon.stats (rates 0), exit_code, why
+// ("once" | "signal"), signal (the signal number, when one stopped it).
 inline constexpr std::string_view kDaemonExit = "daemon.exit";
 }  // namespace events
 
 // One structured event. Fields that do not apply are left at their defaults (0 /
-// empty) and are not rendered.
+// empty) and are not rendered; `begin` and `end` are rendered together, both, when
+// either is non-zero.
 struct Event {
-  std::string_view name{};
+  std::string_view name{};       // one of the events:: constants
   std::string_view label{};      // the sink's log label (two sinks in one daemon)
   std::string partition{};
   std::string key{};             // Idempotency-Key of the chunk concerned
@@ -82,48 +104,164 @@ struct Event {
   std::string message{};         // a sentence for humans
 };
 
-// Renders an event as one JSON object (no trailing newline), for structured logs.
-[[nodiscard]] std::string ToJson(const Event& event);
-
 using EventCallback = std::function<void(const Event&)>;
 
-// Monotonic counters. Written by the sending thread, readable from any thread
+// One JSON object under construction: the one writer every JSON line fwdsink and its
+// daemon write goes through. Fields keep the order they were added in (a field added
+// twice appears once, with the last value). Dump() writes compact JSON and replaces
+// invalid UTF-8 (a server's reason is not ours to trust) with U+FFFD, so a line is
+// always JSON. Not thread-safe: one object per thread. A moved-from JsonObject may only
+// be assigned to or destroyed.
+// @ref LLP 0015#json-writer
+class JsonObject {
+ public:
+  JsonObject();
+  JsonObject(const JsonObject& other);
+  JsonObject(JsonObject&& other) noexcept;
+  JsonObject& operator=(const JsonObject& other);
+  JsonObject& operator=(JsonObject&& other) noexcept;
+  ~JsonObject();
+
+  // Adds a field; each returns *this for chaining.
+  JsonObject& Add(std::string_view key, std::string_view value);
+  JsonObject& Add(std::string_view key, const char* value);
+  JsonObject& Add(std::string_view key, const std::string& value);
+  JsonObject& Add(std::string_view key, bool value);
+  template <class Int>
+    requires(std::is_integral_v<Int> && !std::is_same_v<Int, bool>)
+  JsonObject& Add(std::string_view key, Int value) {
+    if constexpr (std::is_signed_v<Int>) return AddSigned(key, value);
+    else return AddUnsigned(key, value);
+  }
+  JsonObject& Add(std::string_view key, const JsonObject& value);
+  JsonObject& Add(std::string_view key, const std::vector<JsonObject>& values);
+  JsonObject& Add(std::string_view key, const std::vector<std::string>& values);
+  // Adds every field of `other`, in its order, after the fields already here.
+  JsonObject& Append(const JsonObject& other);
+  // Returns the object as one line of compact JSON (no trailing newline).
+  [[nodiscard]] std::string Dump() const;
+
+ private:
+  JsonObject& AddSigned(std::string_view key, std::int64_t value);
+  JsonObject& AddUnsigned(std::string_view key, std::uint64_t value);
+
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+// Renders an event as one JSON object (`event` first, then the fields that apply).
+[[nodiscard]] JsonObject ToJsonObject(const Event& event);
+// Same, as one line of JSON (no trailing newline), for structured logs.
+[[nodiscard]] std::string ToJson(const Event& event);
+
+// ---- Counters, declared once.
+//
+// Each list below is the only place a counter is named (model: Envoy's
+// ALL_CLUSTER_TRAFFIC_STATS). COUNTER(name, help) is monotonic; GAUGE(name, help) goes
+// up and down. Units are in the name or the help. The lists generate the atomic
+// struct, its plain snapshot, Snapshot(), the JSON and ForEachCounter(); a new counter
+// is one line here. @ref LLP 0015#counters
+
+// The sink's counters (ForwardSink::counters()).
+#define FWDSINK_SINK_COUNTERS(COUNTER, GAUGE)                                                \
+  COUNTER(chunks_sent, "Requests carrying a chunk, retries included.")                       \
+  COUNTER(chunks_acked, "Chunks acknowledged with a 2xx (duplicates included).")             \
+  COUNTER(rows_sent, "Rows in the chunks sent, counted again on every retry.")               \
+  COUNTER(rows_acked, "Rows in the chunks acknowledged.")                                    \
+  COUNTER(bytes_sent, "Raw (uncompressed) chunk bytes per request, retries included.")       \
+  COUNTER(bytes_acked, "Raw (uncompressed) bytes in the chunks acknowledged.")               \
+  COUNTER(wire_bytes_sent, "Encoded request body bytes sent, retries included.")             \
+  COUNTER(status_429, "Responses with HTTP 429.")                                            \
+  COUNTER(status_503, "Responses with HTTP 503.")                                            \
+  COUNTER(other_5xx, "Responses with a 5xx status other than 503.")                          \
+  COUNTER(transport_errors, "Requests that got no HTTP response (connect, reset, timeout).") \
+  COUNTER(waits, "Backoff waits taken before re-sending a chunk in place.")                  \
+  COUNTER(wait_ms, "Milliseconds of backoff waits taken (sum of the waits chosen).")         \
+  COUNTER(gate_waits, "Waits on the endpoint gate another sender's Retry-After closed.")     \
+  COUNTER(budget_exhausted, "Chunks whose next wait would have passed the inline budget.")   \
+  COUNTER(respools, "Partitions given back for a later tick by the sink.")                   \
+  COUNTER(poisoned_chunks, "Single-row chunks refused as malformed (400/413/422).")          \
+  COUNTER(splits, "Chunks split in two after a 413, or a 400/422 to isolate a row.")         \
+  COUNTER(auth_refreshes, "Token refreshes asked for after a 401.")                          \
+  COUNTER(aborts, "Partitions cut short by Close().")                                        \
+  COUNTER(partitions_delivered, "Partitions sent to their end and acknowledged.")
+
+// The driver's counters (Driver::counters()).
+#define FWDSINK_DRIVER_COUNTERS(COUNTER, GAUGE)                                              \
+  COUNTER(ticks, "Ticks started (passes over the ready partitions).")                        \
+  COUNTER(partitions_delivered, "Partitions delivered and removed from ready/.")             \
+  COUNTER(respools, "Partitions left in ready/ for a later tick.")                           \
+  COUNTER(poisoned_chunks, "Poisoned chunks moved to dead letters.")                         \
+  COUNTER(horizon_give_ups,                                                                  \
+          "Partitions failing past the horizon, moved to dead letters whole (alert on it).") \
+  COUNTER(torn_partitions, "Torn or unreadable partition tails moved to dead letters.")      \
+  COUNTER(cursor_corrupt, "Cursor records found torn or invalid (resumed from offset 0).")   \
+  COUNTER(spool_errors, "Spool operations that failed (list, cursor, dead letter).")         \
+  GAUGE(overload_level, "Current overload level: 0 = none, higher pauses longer between ticks.")
+
+enum class CounterKind { kCounter, kGauge };
+[[nodiscard]] std::string_view to_string(CounterKind kind);
+
+// One counter as ForEachCounter() yields it.
+struct CounterField {
+  std::string_view name;  // as in the list: also the JSON key
+  CounterKind kind;
+  std::string_view help;  // one line, for a Prometheus HELP
+  std::uint64_t value;
+};
+
+#define FWDSINK_INTERNAL_ATOMIC_FIELD(name, help) std::atomic<std::uint64_t> name{0};
+#define FWDSINK_INTERNAL_PLAIN_FIELD(name, help) std::uint64_t name = 0;
+
+// The sink's counters. Written by the sending thread, readable from any thread
 // (relaxed atomics: each is exact, a snapshot of several is not a transaction).
 struct Counters {
-  std::atomic<std::uint64_t> chunks_sent{0};     // requests carrying a chunk (incl. retries)
-  std::atomic<std::uint64_t> chunks_acked{0};
-  std::atomic<std::uint64_t> rows_sent{0};
-  std::atomic<std::uint64_t> rows_acked{0};
-  std::atomic<std::uint64_t> bytes_sent{0};      // raw (uncompressed) bytes per request
-  std::atomic<std::uint64_t> bytes_acked{0};
-  std::atomic<std::uint64_t> wire_bytes_sent{0}; // encoded body bytes
-  std::atomic<std::uint64_t> status_429{0};
-  std::atomic<std::uint64_t> status_503{0};
-  std::atomic<std::uint64_t> other_5xx{0};
-  std::atomic<std::uint64_t> transport_errors{0};
-  std::atomic<std::uint64_t> waits{0};
-  std::atomic<std::uint64_t> wait_ms{0};
-  std::atomic<std::uint64_t> gate_waits{0};
-  std::atomic<std::uint64_t> budget_exhausted{0};
-  std::atomic<std::uint64_t> respools{0};
-  std::atomic<std::uint64_t> poisoned_chunks{0};
-  std::atomic<std::uint64_t> splits{0};
-  std::atomic<std::uint64_t> auth_refreshes{0};
-  std::atomic<std::uint64_t> aborts{0};
-  std::atomic<std::uint64_t> partitions_delivered{0};
+  FWDSINK_SINK_COUNTERS(FWDSINK_INTERNAL_ATOMIC_FIELD, FWDSINK_INTERNAL_ATOMIC_FIELD)
 };
-
 // A plain copy of Counters, for printing and comparing.
 struct CountersSnapshot {
-  std::uint64_t chunks_sent, chunks_acked, rows_sent, rows_acked, bytes_sent, bytes_acked,
-      wire_bytes_sent, status_429, status_503, other_5xx, transport_errors, waits, wait_ms,
-      gate_waits, budget_exhausted, respools, poisoned_chunks, splits, auth_refreshes, aborts,
-      partitions_delivered;
+  FWDSINK_SINK_COUNTERS(FWDSINK_INTERNAL_PLAIN_FIELD, FWDSINK_INTERNAL_PLAIN_FIELD)
 };
-[[nodiscard]] CountersSnapshot Snapshot(const Counters& c);
-[[nodiscard]] std::string ToJson(const CountersSnapshot& s);
 
-// Appends `s` to `out` as a JSON string literal (quotes and escapes included).
-void AppendJsonString(std::string& out, std::string_view s);
+// The driver's counters. Written by the driver thread, readable from any thread
+// (relaxed atomics, as Counters).
+struct DriverCounters {
+  FWDSINK_DRIVER_COUNTERS(FWDSINK_INTERNAL_ATOMIC_FIELD, FWDSINK_INTERNAL_ATOMIC_FIELD)
+};
+// A plain copy of DriverCounters.
+struct DriverCountersSnapshot {
+  FWDSINK_DRIVER_COUNTERS(FWDSINK_INTERNAL_PLAIN_FIELD, FWDSINK_INTERNAL_PLAIN_FIELD)
+};
+
+#undef FWDSINK_INTERNAL_ATOMIC_FIELD
+#undef FWDSINK_INTERNAL_PLAIN_FIELD
+
+// Copies each counter (relaxed loads). Any thread.
+[[nodiscard]] CountersSnapshot Snapshot(const Counters& c);
+[[nodiscard]] DriverCountersSnapshot Snapshot(const DriverCounters& c);
+
+#define FWDSINK_INTERNAL_VISIT_COUNTER(name, help) \
+  visit(CounterField{#name, CounterKind::kCounter, help, s.name});
+#define FWDSINK_INTERNAL_VISIT_GAUGE(name, help) \
+  visit(CounterField{#name, CounterKind::kGauge, help, s.name});
+
+// Calls visit(const CounterField&) once per counter, in list order.
+template <class Visit>
+void ForEachCounter(const CountersSnapshot& s, Visit&& visit) {
+  FWDSINK_SINK_COUNTERS(FWDSINK_INTERNAL_VISIT_COUNTER, FWDSINK_INTERNAL_VISIT_GAUGE)
+}
+template <class Visit>
+void ForEachCounter(const DriverCountersSnapshot& s, Visit&& visit) {
+  FWDSINK_DRIVER_COUNTERS(FWDSINK_INTERNAL_VISIT_COUNTER, FWDSINK_INTERNAL_VISIT_GAUGE)
+}
+
+#undef FWDSINK_INTERNAL_VISIT_COUNTER
+#undef FWDSINK_INTERNAL_VISIT_GAUGE
+
+// Renders the counters as one flat JSON object, `name: value` in list order.
+[[nodiscard]] JsonObject ToJsonObject(const CountersSnapshot& s);
+[[nodiscard]] JsonObject ToJsonObject(const DriverCountersSnapshot& s);
+[[nodiscard]] std::string ToJson(const CountersSnapshot& s);
+[[nodiscard]] std::string ToJson(const DriverCountersSnapshot& s);
 
 }  // namespace fwdsink
