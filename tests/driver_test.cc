@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "fwdsink/driver.h"
+#include "fake_clock.h"
 #include "scripted_server.h"
 #include "test_files.h"
 

@@ -9,6 +9,7 @@
 
 #include "fwdsink/codec.h"
 #include "fwdsink/forward_sink.h"
+#include "fake_clock.h"
 #include "scripted_server.h"
 #include "test_files.h"
 
