@@ -297,8 +297,8 @@ Parsed<ForwardConfig> ParseForward(const std::vector<std::string>& args) {
   f.transport.connect_timeout = connect_timeout;
   d.tick_pauses.front() = poll;
 
-  if (auto e = fwdsink::Validate(d)) {
-    return {std::nullopt, {OptionForField(e->field), e->message + " (" + e->field + ")"}};
+  if (const fwdsink::Status e = fwdsink::Validate(d); !e.ok()) {
+    return {std::nullopt, {OptionForField(e.field()), e.message() + " (" + e.field() + ")"}};
   }
   return {c, {}};
 }

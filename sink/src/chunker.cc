@@ -1,6 +1,5 @@
 #include "fwdsink/chunker.h"
 
-
 #include <algorithm>
 #include <cstring>
 #include <system_error>
