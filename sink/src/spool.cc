@@ -3,7 +3,9 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <system_error>
 
 #include "file_reader.h"
@@ -111,7 +113,11 @@ Status ParseCursorRecord(std::string_view text, CursorState& out) {
 // cannot be read (the message names it).
 Status CheckOffsetAgainst(const fs::path& partition, std::uint64_t offset) {
   Result<internal::FileReader> file = internal::FileReader::Open(partition);
-  if (!file.ok()) return std::move(file).status();
+  if (!file.ok()) {
+    if (file.status().code() != StatusCode::kNotFound) return std::move(file).status();
+    return Status(StatusCode::kNotFound, "cannot open partition " + partition.string() +
+                                             ": " + std::strerror(ENOENT));
+  }
   Result<internal::FileInfo> info = file->Stat();
   if (!info.ok()) return std::move(info).status();
   if (offset > info->size) {
