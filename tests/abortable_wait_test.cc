@@ -7,7 +7,7 @@
 #include <thread>
 
 #include "fwdsink/abortable_wait.h"
-#include "fwdsink/clock.h"
+#include "fake_clock.h"
 
 using namespace std::chrono_literals;
 

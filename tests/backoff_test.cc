@@ -6,7 +6,8 @@
 #include <vector>
 
 #include "fwdsink/backoff.h"
-#include "fwdsink/clock.h"
+#include "saturating.h"
+#include "fake_clock.h"
 #include "fwdsink/retry_after.h"
 
 using namespace std::chrono_literals;
@@ -203,11 +204,12 @@ TEST_CASE("JitterStaysInItsBandAndNeverShortensRetryAfter") {
 }
 
 TEST_CASE("ValidateNamesTheBadField") {
-  CHECK_FALSE(fwdsink::Validate(kDefault).has_value());
+  CHECK(fwdsink::Validate(kDefault).ok());
 
   auto field_of = [](BackpressurePolicy p) {
-    const auto e = fwdsink::Validate(p);
-    return e ? e->field : std::string("<valid>");
+    const fwdsink::Status e = fwdsink::Validate(p);
+    if (!e.ok()) CHECK(e.code() == fwdsink::StatusCode::kInvalidConfig);
+    return e.ok() ? std::string("<valid>") : e.field();
   };
   BackpressurePolicy p;
   p.ladder.clear();

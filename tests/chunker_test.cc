@@ -116,19 +116,22 @@ void CheckChunks(const Drained& d, const std::string& content, std::uint64_t beg
 }  // namespace
 
 TEST_CASE("ChunkerOptions validation names the field") {
-  SUBCASE("defaults are valid") { CHECK_FALSE(fwdsink::Validate(ChunkerOptions{}).has_value()); }
+  SUBCASE("defaults are valid") { CHECK(fwdsink::Validate(ChunkerOptions{}).ok()); }
   SUBCASE("chunk_bytes of zero") {
-    auto msg = fwdsink::Validate(ChunkerOptions{.chunk_bytes = 0});
-    REQUIRE(msg.has_value());
-    CHECK(msg->find("chunk_bytes") != std::string::npos);
+    const fwdsink::Status st = fwdsink::Validate(ChunkerOptions{.chunk_bytes = 0});
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.field() == "chunk_bytes");
+    CHECK(st.message().find("chunk_bytes") != std::string::npos);
   }
   SUBCASE("max_line_bytes below chunk_bytes") {
-    auto msg = fwdsink::Validate(ChunkerOptions{.chunk_bytes = 100, .max_line_bytes = 99});
-    REQUIRE(msg.has_value());
-    CHECK(msg->find("max_line_bytes") != std::string::npos);
+    const fwdsink::Status st =
+        fwdsink::Validate(ChunkerOptions{.chunk_bytes = 100, .max_line_bytes = 99});
+    REQUIRE_FALSE(st.ok());
+    CHECK(st.field() == "max_line_bytes");
+    CHECK(st.message().find("max_line_bytes") != std::string::npos);
   }
   SUBCASE("max_line_bytes equal to chunk_bytes is fine") {
-    CHECK_FALSE(fwdsink::Validate(ChunkerOptions{.chunk_bytes = 100, .max_line_bytes = 100}));
+    CHECK(fwdsink::Validate(ChunkerOptions{.chunk_bytes = 100, .max_line_bytes = 100}).ok());
   }
   SUBCASE("Open refuses bad options") {
     const auto path = WriteFile("bad_options.ndjson", "a\n");

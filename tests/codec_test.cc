@@ -10,11 +10,25 @@
 #include <vector>
 
 #include "fwdsink/codec.h"
+#include "zstd_decode.h"
 
 namespace {
 
+// The cases below read best as "decode into out, report into err": adapt the
+// library's Result-returning DecodeZstd to that shape (out is cleared on failure).
+bool DecodeZstd(std::string_view in, std::string& out, std::size_t max_out,
+                std::string* err = nullptr) {
+  fwdsink::Result<std::string> r = fwdsink::DecodeZstd(in, max_out);
+  if (!r.ok()) {
+    out.clear();
+    if (err != nullptr) *err = r.status().message();
+    return false;
+  }
+  out = std::move(r).value();
+  return true;
+}
+
 using fwdsink::Compression;
-using fwdsink::DecodeZstd;
 using fwdsink::Encoder;
 
 constexpr std::uint32_t kSeed = 20261130;
@@ -84,12 +98,13 @@ TEST_CASE("Compression names") {
 }
 
 TEST_CASE("zstd level validation names the field") {
-  CHECK_FALSE(fwdsink::ValidateZstdLevel(1));
-  CHECK_FALSE(fwdsink::ValidateZstdLevel(ZSTD_maxCLevel()));
-  CHECK_FALSE(fwdsink::ValidateZstdLevel(-5));  // zstd's fast levels
-  auto msg = fwdsink::ValidateZstdLevel(ZSTD_maxCLevel() + 1);
-  REQUIRE(msg);
-  CHECK(msg->find("zstd_level") != std::string::npos);
+  CHECK(fwdsink::ValidateZstdLevel(1).ok());
+  CHECK(fwdsink::ValidateZstdLevel(ZSTD_maxCLevel()).ok());
+  CHECK(fwdsink::ValidateZstdLevel(-5).ok());  // zstd's fast levels
+  const fwdsink::Status st = fwdsink::ValidateZstdLevel(ZSTD_maxCLevel() + 1);
+  REQUIRE_FALSE(st.ok());
+  CHECK(st.field() == "zstd_level");
+  CHECK(st.message().find("zstd_level") != std::string::npos);
 
   SUBCASE("an encoder with a bad level refuses to encode") {
     Encoder bad(Compression::kZstd, ZSTD_maxCLevel() + 1);
@@ -193,7 +208,11 @@ TEST_CASE("DecodeZstd fails cleanly on bad input") {
     CHECK_FALSE(DecodeZstd(frame, out, kDecodeLimit, &err));
     CHECK(err.find("truncated") != std::string::npos);
   }
-  SUBCASE("no error pointer is fine") { CHECK_FALSE(DecodeZstd("garbage", out, kDecodeLimit)); }
+  SUBCASE("the status says corrupt") {
+    const fwdsink::Result<std::string> r = fwdsink::DecodeZstd("garbage", kDecodeLimit);
+    REQUIRE_FALSE(r.ok());
+    CHECK(r.status().code() == fwdsink::StatusCode::kCorrupt);
+  }
 }
 
 TEST_CASE("DecodeZstd refuses to inflate past max_out") {

@@ -41,7 +41,7 @@ TEST_CASE("AFailedSaveRefusesTheNextSubmitAndIsReportedByFlush") {
   CHECK(writer.Submit("../escape", 8));
   const auto status = writer.Flush();
   CHECK_FALSE(status.ok());
-  CHECK_FALSE(status.message.empty());
+  CHECK_FALSE(status.message().empty());
   SUBCASE("the error is reported once; after it, saves work again") {
     REQUIRE(WriteFile(spool->PartitionPath("p"), kRows));
     CHECK(writer.Submit("p", 8));

@@ -20,7 +20,7 @@ using fwdsink::DeadEntry;
 using fwdsink::DeadFilter;
 using fwdsink::DeadKind;
 using fwdsink::Spool;
-using fwdsink::SpoolErrc;
+using fwdsink::StatusCode;
 using fwdsink::test::FileNames;
 using fwdsink::test::FreshDir;
 using fwdsink::test::ReadFile;
@@ -100,10 +100,10 @@ TEST_CASE("DeadLetterChunk writes the rows and a record, atomically") {
   CHECK(ReadFile(spool.PartitionPath(kPartA)) == kRows);
 
   SUBCASE("a body that does not match the range is refused") {
-    CHECK(spool.DeadLetterChunk(kPartA, 0, 10, "short", 400, "x", kNow).status().code ==
-          SpoolErrc::kInvalidArgument);
-    CHECK(spool.DeadLetterChunk(kPartA, 10, 10, "", 400, "x", kNow).status().code ==
-          SpoolErrc::kInvalidArgument);
+    CHECK(spool.DeadLetterChunk(kPartA, 0, 10, "short", 400, "x", kNow).status().code() ==
+          StatusCode::kInvalidArgument);
+    CHECK(spool.DeadLetterChunk(kPartA, 10, 10, "", 400, "x", kNow).status().code() ==
+          StatusCode::kInvalidArgument);
   }
 }
 
@@ -133,10 +133,10 @@ TEST_CASE("DeadLetterPartition moves the partition and drops its cursor") {
   CHECK(ready->at(0).name == kPartA);
 
   SUBCASE("a missing partition or an offset past its end is an error") {
-    CHECK(spool.DeadLetterPartition(kPartB, 0, "h", 503, kNow).status().code ==
-          SpoolErrc::kNotFound);
-    CHECK(spool.DeadLetterPartition(kPartA, kRows.size() + 1, "h", 503, kNow).status().code ==
-          SpoolErrc::kInvalidArgument);
+    CHECK(spool.DeadLetterPartition(kPartB, 0, "h", 503, kNow).status().code() ==
+          StatusCode::kNotFound);
+    CHECK(spool.DeadLetterPartition(kPartA, kRows.size() + 1, "h", 503, kNow).status().code() ==
+          StatusCode::kInvalidArgument);
   }
 }
 
@@ -310,8 +310,8 @@ TEST_CASE("Requeue makes a ready partition with the same bytes and keeps the aud
     CHECK(ReadFile(spool.PartitionPath(name.value())) == Slice(kRow2Begin, kRows.size()));
   }
   SUBCASE("twin: an unknown or invalid dead name requeues nothing") {
-    CHECK(spool.Requeue("nope.0-1", kNow).status().code == SpoolErrc::kNotFound);
-    CHECK(spool.Requeue("../nope.0-1", kNow).status().code == SpoolErrc::kInvalidName);
+    CHECK(spool.Requeue("nope.0-1", kNow).status().code() == StatusCode::kNotFound);
+    CHECK(spool.Requeue("../nope.0-1", kNow).status().code() == StatusCode::kInvalidName);
     CHECK(spool.ListReady()->empty());
   }
 }
@@ -326,7 +326,7 @@ TEST_CASE("Purge deletes dead letters by name or by filter") {
     CHECK(FileNames(spool.dead_dir()) ==
           std::vector<std::string>{kDeadA1 + ".json", kDeadA1 + ".ndjson", kDeadB + ".json",
                                    kDeadB + ".ndjson"});
-    CHECK(spool.Purge(kDeadA0).code == SpoolErrc::kNotFound);
+    CHECK(spool.Purge(kDeadA0).code() == StatusCode::kNotFound);
   }
   SUBCASE("by filter") {
     DeadFilter f;
@@ -338,8 +338,8 @@ TEST_CASE("Purge deletes dead letters by name or by filter") {
     CHECK(Names(spool.ListDead({}, kNow).value()) == std::vector<std::string>{kDeadB});
   }
   SUBCASE("invalid names are rejected and touch nothing") {
-    CHECK(spool.Purge("../ready/x").code == SpoolErrc::kInvalidName);
-    CHECK(spool.Purge("").code == SpoolErrc::kInvalidName);
+    CHECK(spool.Purge("../ready/x").code() == StatusCode::kInvalidName);
+    CHECK(spool.Purge("").code() == StatusCode::kInvalidName);
     CHECK(spool.ListDead({}, kNow)->total == 3);
   }
 }
@@ -347,10 +347,10 @@ TEST_CASE("Purge deletes dead letters by name or by filter") {
 TEST_CASE("Dead-letter operations reject invalid partition names") {
   const fs::path dir = FreshDir(kSuite, "names");
   Spool spool = OpenSpool(dir);
-  CHECK(spool.DeadLetterChunk("a/b", 0, 1, "x", 400, "r", kNow).status().code ==
-        SpoolErrc::kInvalidName);
-  CHECK(spool.DeadLetterPartition(".hidden", 0, "r", 503, kNow).status().code ==
-        SpoolErrc::kInvalidName);
+  CHECK(spool.DeadLetterChunk("a/b", 0, 1, "x", 400, "r", kNow).status().code() ==
+        StatusCode::kInvalidName);
+  CHECK(spool.DeadLetterPartition(".hidden", 0, "r", 503, kNow).status().code() ==
+        StatusCode::kInvalidName);
   CHECK(FileNames(spool.dead_dir()).empty());
 }
 

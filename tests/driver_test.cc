@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "fwdsink/driver.h"
+#include "fake_clock.h"
 #include "scripted_server.h"
 #include "test_files.h"
 
@@ -62,9 +63,9 @@ struct Harness {
     deps.time = &clock;
     deps.sleeper = &clock;
     deps.on_event = [this](const fwdsink::Event& e) { events.push_back(e); };
-    fwdsink::ConfigError err;
-    driver = fwdsink::Driver::Create(o, deps, &err);
-    REQUIRE_MESSAGE(driver, err.field << ": " << err.message);
+    auto created = fwdsink::Driver::Create(o, deps);
+    REQUIRE_MESSAGE(created.ok(), created.status().ToString());
+    driver = std::move(created).value();
   }
   std::size_t Count(std::string_view name) const {
     std::size_t n = 0;
@@ -243,15 +244,17 @@ TEST_CASE("CloseFromAnotherThreadEndsRun") {
 
 TEST_CASE("DriverValidateNamesTheField") {
   fwdsink::DriverOptions o;
-  fwdsink::ConfigError err;
-  CHECK(fwdsink::Driver::Create(o, {}, &err) == nullptr);
-  CHECK(err.field == "spool_dir");
+  auto field_of = [](const fwdsink::DriverOptions& options) {
+    auto created = fwdsink::Driver::Create(options, {});
+    if (created.ok()) return std::string("<created>");
+    CHECK(created.status().code() == fwdsink::StatusCode::kInvalidConfig);
+    return created.status().field();
+  };
+  CHECK(field_of(o) == "spool_dir");
   o.spool_dir = FreshSpool("validate");
   o.forward.url = "nope";
-  CHECK(fwdsink::Driver::Create(o, {}, &err) == nullptr);
-  CHECK(err.field == "forward.url");
+  CHECK(field_of(o) == "forward.url");
   o.forward.url = "http://127.0.0.1:1/";
   o.horizon = 0s;
-  CHECK(fwdsink::Driver::Create(o, {}, &err) == nullptr);
-  CHECK(err.field == "horizon");
+  CHECK(field_of(o) == "horizon");
 }

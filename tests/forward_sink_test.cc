@@ -9,6 +9,8 @@
 
 #include "fwdsink/codec.h"
 #include "fwdsink/forward_sink.h"
+#include "zstd_decode.h"
+#include "fake_clock.h"
 #include "scripted_server.h"
 #include "test_files.h"
 
@@ -65,9 +67,9 @@ struct Harness {
     deps.tokens = std::move(tokens);
     deps.gate = std::move(gate);
     deps.on_event = [this](const fwdsink::Event& e) { events.push_back(e); };
-    fwdsink::ConfigError err;
-    sink = fwdsink::ForwardSink::Create(std::move(o), std::move(deps), &err);
-    REQUIRE_MESSAGE(sink, err.field << ": " << err.message);
+    auto created = fwdsink::ForwardSink::Create(std::move(o), std::move(deps));
+    REQUIRE_MESSAGE(created.ok(), created.status().ToString());
+    sink = std::move(created).value();
   }
 
   fwdsink::ForwardResult Forward(const std::filesystem::path& path, std::uint64_t begin = 0) {
@@ -408,16 +410,18 @@ TEST_CASE("ZstdBodiesDecodeToTheChunkAndAreIdenticalOnResend") {
   deps.sleeper = &clock;
   o.url = server.url();
   o.chunker.chunk_bytes = 1 << 20;
-  fwdsink::ConfigError err;
-  auto sink = fwdsink::ForwardSink::Create(o, deps, &err);
-  REQUIRE(sink);
+  auto created = fwdsink::ForwardSink::Create(o, deps);
+  REQUIRE_MESSAGE(created.ok(), created.status().ToString());
+  auto sink = std::move(created).value();
   REQUIRE(sink->ForwardPartition("p1", path, 0, {}).outcome == Outcome::kDelivered);
   const auto reqs = server.requests();
   REQUIRE(reqs.size() == 2);
   CHECK(reqs[0].encoding == "zstd");
   CHECK(reqs[0].body == reqs[1].body);
   std::string decoded;
-  REQUIRE(fwdsink::DecodeZstd(reqs[0].body, decoded, 1 << 20));
+  fwdsink::Result<std::string> decoded_or = fwdsink::DecodeZstd(reqs[0].body, 1 << 20);
+  REQUIRE_MESSAGE(decoded_or.ok(), decoded_or.status().ToString());
+  decoded = std::move(decoded_or).value();
   CHECK(decoded == ReadFile(path));
 }
 
@@ -436,8 +440,9 @@ TEST_CASE("CloseMakesEveryLaterCallAbortWithTheCursorKept") {
 TEST_CASE("ValidateNamesTheField") {
   auto field = [](fwdsink::ForwardOptions o) {
     if (o.url.empty()) o.url = "http://127.0.0.1:1/x";
-    const auto e = fwdsink::Validate(o);
-    return e ? e->field : std::string("<valid>");
+    const fwdsink::Status e = fwdsink::Validate(o);
+    if (!e.ok()) CHECK(e.code() == fwdsink::StatusCode::kInvalidConfig);
+    return e.ok() ? std::string("<valid>") : e.field();
   };
   CHECK(field({}) == "<valid>");
   CHECK(field({.url = "ftp://x/"}) == "url");
@@ -454,7 +459,7 @@ TEST_CASE("ValidateNamesTheField") {
   CHECK(field(o) == "backpressure.ladder");
   o = {};
   o.chunker.chunk_bytes = 0;
-  CHECK(field(o) == "chunker");
+  CHECK(field(o) == "chunker.chunk_bytes");
   o = {};
   o.zstd_level = 99;
   CHECK(field(o) == "zstd_level");

@@ -42,9 +42,9 @@ TEST_CASE("DriverCloseEndsARealPauseBetweenTicksPromptly") {
   o.spool_dir = fwdsink::test::FreshDir("integration_close", "driver");
   o.forward.url = server.url();
   o.tick_pauses = {300s};  // an idle driver sleeps long between ticks
-  fwdsink::ConfigError err;
-  auto driver = fwdsink::Driver::Create(o, {}, &err);  // real clock and sleeper
-  REQUIRE(driver);
+  auto created = fwdsink::Driver::Create(o, {});  // real clock and sleeper
+  REQUIRE_MESSAGE(created.ok(), created.status().ToString());
+  auto driver = std::move(created).value();
   std::thread runner([&] { driver->Run(); });
   std::this_thread::sleep_for(kReachBlockingCall);
   const auto t0 = std::chrono::steady_clock::now();

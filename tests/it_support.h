@@ -131,9 +131,9 @@ class SinkRun {
                          .retry_after = e.retry_after, .begin = e.begin, .end = e.end,
                          .message = e.message});
     };
-    fwdsink::ConfigError err;
-    sink_ = fwdsink::ForwardSink::Create(std::move(options), std::move(deps), &err);
-    REQUIRE_MESSAGE(sink_, err.field << ": " << err.message);
+    auto created = fwdsink::ForwardSink::Create(std::move(options), std::move(deps));
+    REQUIRE_MESSAGE(created.ok(), created.status().ToString());
+    sink_ = std::move(created).value();
   }
 
   // Forwards `path` as partition `partition` from `begin`, recording every ack.

@@ -3,7 +3,7 @@
 
 #include <chrono>
 
-#include "fwdsink/clock.h"
+#include "fake_clock.h"
 #include "fwdsink/gate.h"
 #include "fwdsink/overload.h"
 

@@ -13,7 +13,7 @@
 namespace fs = std::filesystem;
 using fwdsink::CursorStatus;
 using fwdsink::Spool;
-using fwdsink::SpoolErrc;
+using fwdsink::StatusCode;
 using fwdsink::test::FileNames;
 using fwdsink::test::FreshDir;
 using fwdsink::test::ReadFile;
@@ -51,8 +51,8 @@ TEST_CASE("Open creates the spool folders and names the path on failure") {
     WriteFile(dir / "blocker", "x");
     auto spool = Spool::Open(dir / "blocker");
     REQUIRE_FALSE(spool.ok());
-    CHECK(spool.status().code == SpoolErrc::kIo);
-    CHECK(spool.status().message.find((dir / "blocker").string()) != std::string::npos);
+    CHECK(spool.status().code() == StatusCode::kIo);
+    CHECK(spool.status().message().find((dir / "blocker").string()) != std::string::npos);
   }
 }
 
@@ -252,7 +252,7 @@ TEST_CASE("MarkDelivered removes the partition and its cursor only") {
   CHECK(fs::exists(spool.PartitionPath(kOther)));
   CHECK(spool.LoadCursor(kOther).offset == kSecondLineStart);
 
-  CHECK(spool.MarkDelivered(kPartition).code == SpoolErrc::kNotFound);
+  CHECK(spool.MarkDelivered(kPartition).code() == StatusCode::kNotFound);
 }
 
 TEST_CASE("Invalid partition names are rejected") {
@@ -264,10 +264,10 @@ TEST_CASE("Invalid partition names are rejected") {
                                 std::string("sp ace"), std::string("nul\0x", 5),
                                 std::string("\xc3\xa9t\xc3\xa9"), std::string(201, 'a')}) {
     CAPTURE(bad);
-    CHECK(fwdsink::ValidatePartitionName(bad).code == SpoolErrc::kInvalidName);
-    CHECK(spool->SaveCursor(bad, 0).code == SpoolErrc::kInvalidName);
-    CHECK(spool->RecordFailure(bad, kT1).code == SpoolErrc::kInvalidName);
-    CHECK(spool->MarkDelivered(bad).code == SpoolErrc::kInvalidName);
+    CHECK(fwdsink::ValidatePartitionName(bad).code() == StatusCode::kInvalidName);
+    CHECK(spool->SaveCursor(bad, 0).code() == StatusCode::kInvalidName);
+    CHECK(spool->RecordFailure(bad, kT1).code() == StatusCode::kInvalidName);
+    CHECK(spool->MarkDelivered(bad).code() == StatusCode::kInvalidName);
     CHECK(spool->LoadCursor(bad).status == CursorStatus::kError);
   }
   CHECK_FALSE(fs::exists(dir / "escape.cursor"));

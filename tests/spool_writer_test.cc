@@ -14,7 +14,7 @@
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using fwdsink::Spool;
-using fwdsink::SpoolErrc;
+using fwdsink::StatusCode;
 using fwdsink::SpoolWriter;
 using fwdsink::SpoolWriterOptions;
 using fwdsink::test::FreshDir;
@@ -182,10 +182,10 @@ TEST_CASE("SpoolWriter rejects rows that are not exactly one line") {
   auto w = SpoolWriter::Open(dir, Options(clock, wall, 1 << 20));
   REQUIRE(w.ok());
 
-  CHECK(w->Append("a\nb").code == SpoolErrc::kInvalidArgument);
-  CHECK(w->Append("a\n\n").code == SpoolErrc::kInvalidArgument);
-  CHECK(w->Append("").code == SpoolErrc::kInvalidArgument);
-  CHECK(w->Append("\n").code == SpoolErrc::kInvalidArgument);
+  CHECK(w->Append("a\nb").code() == StatusCode::kInvalidArgument);
+  CHECK(w->Append("a\n\n").code() == StatusCode::kInvalidArgument);
+  CHECK(w->Append("").code() == StatusCode::kInvalidArgument);
+  CHECK(w->Append("\n").code() == StatusCode::kInvalidArgument);
   // Twin: a trailing newline is accepted and not doubled; a missing one is added.
   REQUIRE(w->Append("first\n").ok());
   REQUIRE(w->Append("second").ok());
@@ -222,11 +222,11 @@ TEST_CASE("SpoolWriter names sort oldest first, and the destructor seals") {
 
 TEST_CASE("SpoolWriter validates its options") {
   const fs::path dir = FreshDir(kSuite, "options");
-  CHECK(SpoolWriter::Open(dir, SpoolWriterOptions{.max_bytes = 0}).status().code ==
-        SpoolErrc::kInvalidArgument);
-  CHECK(SpoolWriter::Open(dir, SpoolWriterOptions{.max_age = 0s}).status().code ==
-        SpoolErrc::kInvalidArgument);
-  CHECK(SpoolWriter::Open(dir, SpoolWriterOptions{.now = nullptr}).status().code ==
-        SpoolErrc::kInvalidArgument);
+  CHECK(SpoolWriter::Open(dir, SpoolWriterOptions{.max_bytes = 0}).status().code() ==
+        StatusCode::kInvalidArgument);
+  CHECK(SpoolWriter::Open(dir, SpoolWriterOptions{.max_age = 0s}).status().code() ==
+        StatusCode::kInvalidArgument);
+  CHECK(SpoolWriter::Open(dir, SpoolWriterOptions{.now = nullptr}).status().code() ==
+        StatusCode::kInvalidArgument);
   CHECK(SpoolWriter::Open(dir, SpoolWriterOptions{}).ok());
 }

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 
+#include "saturating.h"
+
 namespace fwdsink {
 namespace {
 
@@ -43,33 +45,28 @@ std::string_view to_string(GiveUpReason reason) {
   return "unknown";
 }
 
-milliseconds SaturatingAdd(milliseconds a, milliseconds b) {
-  if (b > milliseconds::zero() && a > milliseconds::max() - b) return milliseconds::max();
-  return a + b;
-}
-
-std::optional<ConfigError> Validate(const BackpressurePolicy& p) {
+Status Validate(const BackpressurePolicy& p) {
   if (p.ladder.empty()) {
-    return ConfigError{"ladder", "the ladder needs at least one rung"};
+    return Status::Config("ladder", "the ladder needs at least one rung");
   }
   for (std::size_t i = 0; i < p.ladder.size(); ++i) {
     if (p.ladder[i] <= milliseconds::zero()) {
-      return ConfigError{"ladder[" + std::to_string(i) + "]",
-                         "every rung must be a positive duration"};
+      return Status::Config("ladder[" + std::to_string(i) + "]",
+                          "every rung must be a positive duration");
     }
   }
   if (p.max_wait <= milliseconds::zero()) {
-    return ConfigError{"max_wait", "the maximum single wait must be positive"};
+    return Status::Config("max_wait", "the maximum single wait must be positive");
   }
   if (p.inline_budget < std::min(p.ladder.front(), p.max_wait)) {
-    return ConfigError{"inline_budget",
-                       "the inline budget is below the first rung, so no retry could "
-                       "ever be taken"};
+    return Status::Config("inline_budget",
+                          "the inline budget is below the first rung, so no retry could "
+                          "ever be taken");
   }
   if (!(p.jitter >= 0.0 && p.jitter < 1.0)) {
-    return ConfigError{"jitter", "jitter must be a fraction in [0, 1)"};
+    return Status::Config("jitter", "jitter must be a fraction in [0, 1)");
   }
-  return std::nullopt;
+  return OkStatus();
 }
 
 WaitDecision DecideWait(const BackpressurePolicy& policy, std::size_t attempt,

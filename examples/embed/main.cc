@@ -2,6 +2,8 @@
 //   fwdsink-embed SPOOL_DIR URL
 #include <fwdsink/driver.h>
 
+#include <memory>
+
 #include <csignal>
 #include <cstdio>
 #include <thread>
@@ -13,9 +15,9 @@ int main(int argc, char** argv) {
   options.forward.url = argv[2];
   fwdsink::ForwardDeps deps;
   deps.on_event = [](const fwdsink::Event& e) { std::fprintf(stderr, "%s\n", ToJson(e).c_str()); };
-  fwdsink::ConfigError error;
-  auto driver = fwdsink::Driver::Create(options, deps, &error);
-  if (!driver) return std::fprintf(stderr, "%s: %s\n", error.field.c_str(), error.message.c_str()), 64;
+  auto created = fwdsink::Driver::Create(options, deps);
+  if (!created.ok()) return std::fprintf(stderr, "%s\n", created.status().ToString().c_str()), 64;
+  std::unique_ptr<fwdsink::Driver> driver = std::move(created).value();
 
   // Shutdown: block the signals, wait for one on a thread, then Close() (prompt, loses nothing).
   sigset_t set;

@@ -24,7 +24,4 @@ namespace fwdsink_cli {
 // with `seed`. Deterministic: the same (seed, seq) gives the same row everywhere.
 [[nodiscard]] std::string GenerateRow(std::uint64_t seed, std::uint64_t seq);
 
-// Formats Unix milliseconds as RFC 3339 UTC with milliseconds: 2026-11-30T10:18:50.123Z.
-[[nodiscard]] std::string Rfc3339Millis(std::int64_t unix_ms);
-
 }  // namespace fwdsink_cli

@@ -9,21 +9,18 @@
 #include "commands.h"
 #include "fwdsink/spool.h"
 #include "fwdsink/telemetry.h"
+#include "fwdsink/time_format.h"
 
 namespace fwdsink_cli {
 namespace {
 
 std::string Iso8601(std::chrono::system_clock::time_point t) {
-  const std::time_t secs = std::chrono::system_clock::to_time_t(t);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
+  return fwdsink::FormatRfc3339(t, fwdsink::TimePrecision::kSeconds);
 }
 
-int ExitFor(const fwdsink::SpoolStatus& s) {
-  return s.code == fwdsink::SpoolErrc::kNotFound || s.code == fwdsink::SpoolErrc::kInvalidName
+int ExitFor(const fwdsink::Status& s) {
+  return s.code() == fwdsink::StatusCode::kNotFound ||
+                 s.code() == fwdsink::StatusCode::kInvalidName
              ? kExitNoInput
              : kExitIoErr;
 }
@@ -49,7 +46,7 @@ fwdsink::JsonObject ToJson(const fwdsink::DeadEntry& e) {
 int List(fwdsink::Spool& spool, const DeadConfig& c) {
   auto list = spool.ListDead(c.filter, std::chrono::system_clock::now());
   if (!list) {
-    std::cerr << "fwdsink: dead list: " << list.status().message << "\n";
+    std::cerr << "fwdsink: dead list: " << list.status().message() << "\n";
     return ExitFor(list.status());
   }
   if (c.json) {
@@ -85,7 +82,7 @@ int Requeue(fwdsink::Spool& spool, const DeadConfig& c) {
   for (const auto& name : c.names) {
     auto r = spool.Requeue(name, std::chrono::system_clock::now());
     if (!r) {
-      std::cerr << "fwdsink: dead requeue: " << name << ": " << r.status().message << "\n";
+      std::cerr << "fwdsink: dead requeue: " << name << ": " << r.status().message() << "\n";
       if (rc == kExitOk) rc = ExitFor(r.status());
       continue;
     }
@@ -98,8 +95,8 @@ int Purge(fwdsink::Spool& spool, const DeadConfig& c) {
   if (!c.names.empty()) {
     int rc = kExitOk;
     for (const auto& name : c.names) {
-      if (auto s = spool.Purge(name); !s) {
-        std::cerr << "fwdsink: dead purge: " << name << ": " << s.message << "\n";
+      if (auto s = spool.Purge(name); !s.ok()) {
+        std::cerr << "fwdsink: dead purge: " << name << ": " << s.message() << "\n";
         if (rc == kExitOk) rc = ExitFor(s);
         continue;
       }
@@ -110,7 +107,7 @@ int Purge(fwdsink::Spool& spool, const DeadConfig& c) {
   // --all is an empty filter; a filter purges every match (paging does not apply).
   auto n = spool.Purge(c.filter, std::chrono::system_clock::now());
   if (!n) {
-    std::cerr << "fwdsink: dead purge: " << n.status().message << "\n";
+    std::cerr << "fwdsink: dead purge: " << n.status().message() << "\n";
     return ExitFor(n.status());
   }
   std::cout << "purged " << *n << " dead letters\n";
@@ -122,7 +119,7 @@ int Purge(fwdsink::Spool& spool, const DeadConfig& c) {
 int RunDead(const DeadConfig& c) {
   auto spool = fwdsink::Spool::Open(c.spool);
   if (!spool) {
-    std::cerr << "fwdsink: --spool: " << spool.status().message << "\n";
+    std::cerr << "fwdsink: --spool: " << spool.status().message() << "\n";
     return kExitIoErr;
   }
   switch (c.action) {

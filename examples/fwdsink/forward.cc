@@ -31,6 +31,7 @@
 #include "commands.h"
 #include "fwdsink/driver.h"
 #include "fwdsink/telemetry.h"
+#include "fwdsink/time_format.h"
 
 namespace fwdsink_cli {
 namespace {
@@ -44,9 +45,7 @@ constexpr milliseconds kProgressPeriod{500};
 constexpr int kWakeSignal = SIGUSR1;
 
 std::string NowIso8601() {
-  const auto now = std::chrono::system_clock::now();
-  return Rfc3339Millis(
-      std::chrono::duration_cast<milliseconds>(now.time_since_epoch()).count());
+  return fwdsink::FormatRfc3339(std::chrono::system_clock::now());
 }
 
 // @ref LLP 0022#token-file
@@ -322,13 +321,15 @@ int RunForward(const ForwardConfig& config) {
   fwdsink::ForwardDeps deps;
   deps.on_event = [&out](const fwdsink::Event& e) { out.Event(e); };
   if (config.token_file) deps.tokens = FileTokens(*config.token_file);
-  fwdsink::ConfigError error;
-  auto driver = fwdsink::Driver::Create(config.driver, std::move(deps), &error);
-  if (!driver) {
-    std::cerr << UsageError{OptionForField(error.field), error.message}.Text() << "\n";
+  fwdsink::Result<std::unique_ptr<fwdsink::Driver>> created =
+      fwdsink::Driver::Create(config.driver, std::move(deps));
+  if (!created.ok()) {
+    const fwdsink::Status& error = created.status();
+    std::cerr << UsageError{OptionForField(error.field()), error.message()}.Text() << "\n";
     if (log_file) std::fclose(log_file);
-    return error.field == "spool_dir" ? kExitIoErr : kExitUsage;
+    return error.field() == "spool_dir" ? kExitIoErr : kExitUsage;
   }
+  std::unique_ptr<fwdsink::Driver> driver = std::move(created).value();
 
   out.Json(fwdsink::JsonObject()
                .Add("event", fwdsink::events::kDaemonStart)

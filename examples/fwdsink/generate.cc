@@ -11,6 +11,7 @@
 
 #include "commands.h"
 #include "fwdsink/spool_writer.h"
+#include "fwdsink/time_format.h"
 
 namespace fwdsink_cli {
 namespace {
@@ -51,7 +52,8 @@ struct Rng {
 std::string GenerateRow(std::uint64_t seed, std::uint64_t seq) {
   Rng rng{seed * 0x100000001b3ull ^ seq * 0x9e3779b97f4a7c15ull};
   const std::int64_t ms = kEpochMs + static_cast<std::int64_t>(seq) * 7;
-  const std::string ts = Rfc3339Millis(ms);
+  const std::string ts = fwdsink::FormatRfc3339(
+      std::chrono::system_clock::time_point(std::chrono::milliseconds(ms)));
   // Every draw is taken once, in a fixed order, so rows are reproducible.
   const unsigned host = static_cast<unsigned>(rng.Next() % 24);
   const std::string_view service = rng.Pick(kServices);
@@ -88,14 +90,14 @@ int RunGenerate(const GenerateConfig& c) {
   wo.max_age = std::chrono::hours{24 * 365};
   auto writer = fwdsink::SpoolWriter::Open(c.spool, wo);
   if (!writer) {
-    std::cerr << "fwdsink: --spool: " << writer.status().message << "\n";
+    std::cerr << "fwdsink: --spool: " << writer.status().message() << "\n";
     return kExitIoErr;
   }
   std::uint64_t rows = 0, total = 0, in_partition = 0;
   while (total < c.bytes) {
     const std::string row = GenerateRow(c.seed, rows);
-    if (auto s = writer->Append(row); !s) {
-      std::cerr << "fwdsink: generate: " << s.message << "\n";
+    if (auto s = writer->Append(row); !s.ok()) {
+      std::cerr << "fwdsink: generate: " << s.message() << "\n";
       return kExitIoErr;
     }
     ++rows;
@@ -103,14 +105,14 @@ int RunGenerate(const GenerateConfig& c) {
     in_partition += row.size() + 1;
     if (in_partition >= share) {
       if (auto sealed = writer->Seal(); !sealed) {
-        std::cerr << "fwdsink: generate: " << sealed.status().message << "\n";
+        std::cerr << "fwdsink: generate: " << sealed.status().message() << "\n";
         return kExitIoErr;
       }
       in_partition = 0;
     }
   }
   if (auto sealed = writer->Seal(); !sealed) {
-    std::cerr << "fwdsink: generate: " << sealed.status().message << "\n";
+    std::cerr << "fwdsink: generate: " << sealed.status().message() << "\n";
     return kExitIoErr;
   }
   std::cerr << "fwdsink: generated " << rows << " rows, " << total << " bytes in "
@@ -118,17 +120,6 @@ int RunGenerate(const GenerateConfig& c) {
             << "\n";
   std::cout << rows << "\n";
   return kExitOk;
-}
-
-std::string Rfc3339Millis(std::int64_t unix_ms) {
-  const std::time_t secs = static_cast<std::time_t>(unix_ms / 1000);
-  std::tm tm{};
-  gmtime_r(&secs, &tm);
-  char buf[80];  // what -Wformat-truncation needs for any int fields
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900,
-                tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec,
-                static_cast<int>(unix_ms % 1000));
-  return buf;
 }
 
 }  // namespace fwdsink_cli

@@ -8,14 +8,19 @@
 #include <span>
 
 #include "fwdsink/codec.h"
+#include "fwdsink/status.h"
 
 namespace fwdsink_cli {
 namespace {
 
 using std::chrono::milliseconds;
 
-// A flag handler returns an error message for a bad value, nothing when it is fine.
-using Handler = std::function<std::optional<std::string>(const std::string& value)>;
+// A flag handler returns OK, or kInvalidArgument whose message says what is wrong.
+using Handler = std::function<fwdsink::Status(const std::string& value)>;
+
+fwdsink::Status Bad(std::string message) {
+  return fwdsink::Status(fwdsink::StatusCode::kInvalidArgument, std::move(message));
+}
 
 struct Flag {
   std::string_view name;
@@ -58,69 +63,71 @@ std::optional<UsageError> ParseFlags(const std::vector<std::string>& args,
     } else if (inline_value) {
       return UsageError{name, "takes no value"};
     }
-    if (auto problem = flag->handle(value)) return UsageError{name, *problem};
+    if (const fwdsink::Status problem = flag->handle(value); !problem.ok()) {
+      return UsageError{name, problem.message()};
+    }
   }
   return std::nullopt;
 }
 
 // Handlers for the common value shapes.
 Handler PositiveSize(std::uint64_t& out) {
-  return [&out](const std::string& v) -> std::optional<std::string> {
+  return [&out](const std::string& v) -> fwdsink::Status {
     const auto n = ParseSize(v);
-    if (!n) return "'" + v + "' is not a byte count (digits with an optional k/m/g)";
-    if (*n == 0) return "must be greater than 0";
+    if (!n) return Bad("'" + v + "' is not a byte count (digits with an optional k/m/g)");
+    if (*n == 0) return Bad("must be greater than 0");
     out = *n;
-    return std::nullopt;
+    return fwdsink::OkStatus();
   };
 }
 
 Handler Count(std::uint64_t& out, std::uint64_t min) {
-  return [&out, min](const std::string& v) -> std::optional<std::string> {
+  return [&out, min](const std::string& v) -> fwdsink::Status {
     std::uint64_t n = 0;
     const auto [end, ec] = std::from_chars(v.data(), v.data() + v.size(), n);
     if (ec != std::errc{} || end != v.data() + v.size() || v.empty()) {
-      return "'" + v + "' is not a non-negative integer";
+      return Bad("'" + v + "' is not a non-negative integer");
     }
-    if (n < min) return "must be at least " + std::to_string(min);
+    if (n < min) return Bad("must be at least " + std::to_string(min));
     out = n;
-    return std::nullopt;
+    return fwdsink::OkStatus();
   };
 }
 
 Handler PositiveDuration(milliseconds& out) {
-  return [&out](const std::string& v) -> std::optional<std::string> {
+  return [&out](const std::string& v) -> fwdsink::Status {
     const auto d = ParseDuration(v);
-    if (!d) return "'" + v + "' is not a duration (e.g. 30, 1.5s, 250ms, 5m)";
-    if (*d <= milliseconds::zero()) return "must be positive";
+    if (!d) return Bad("'" + v + "' is not a duration (e.g. 30, 1.5s, 250ms, 5m)");
+    if (*d <= milliseconds::zero()) return Bad("must be positive");
     out = *d;
-    return std::nullopt;
+    return fwdsink::OkStatus();
   };
 }
 
 Handler Text(std::string& out) {
-  return [&out](const std::string& v) -> std::optional<std::string> {
-    if (v.empty()) return "must not be empty";
+  return [&out](const std::string& v) -> fwdsink::Status {
+    if (v.empty()) return Bad("must not be empty");
     out = v;
-    return std::nullopt;
+    return fwdsink::OkStatus();
   };
 }
 
 Handler Path(std::filesystem::path& out) {
-  return [&out](const std::string& v) -> std::optional<std::string> {
-    if (v.empty()) return "must name a path";
+  return [&out](const std::string& v) -> fwdsink::Status {
+    if (v.empty()) return Bad("must name a path");
     out = v;
-    return std::nullopt;
+    return fwdsink::OkStatus();
   };
 }
 
 Handler Set(bool& out) {
-  return [&out](const std::string&) -> std::optional<std::string> {
+  return [&out](const std::string&) -> fwdsink::Status {
     out = true;
-    return std::nullopt;
+    return fwdsink::OkStatus();
   };
 }
 
-std::optional<std::vector<milliseconds>> ParseLadder(const std::string& v, std::string* why) {
+fwdsink::Result<std::vector<milliseconds>> ParseLadder(const std::string& v) {
   std::vector<milliseconds> rungs;
   std::size_t start = 0;
   for (;;) {
@@ -128,9 +135,8 @@ std::optional<std::vector<milliseconds>> ParseLadder(const std::string& v, std::
     const std::string item = v.substr(start, comma - start);
     const auto d = ParseDuration(item);
     if (!d || *d <= milliseconds::zero()) {
-      *why = "rung " + std::to_string(rungs.size() + 1) + " ('" + item +
-             "') is not a positive duration; expected e.g. 30,60,120,300";
-      return std::nullopt;
+      return Bad("rung " + std::to_string(rungs.size() + 1) + " ('" + item +
+                 "') is not a positive duration; expected e.g. 30,60,120,300");
     }
     rungs.push_back(*d);
     if (comma == std::string::npos) break;
@@ -277,9 +283,8 @@ Parsed<ForwardConfig> ParseForward(const std::vector<std::string>& args) {
   if (zstd_level > 100) return {std::nullopt, {"--zstd-level", "is out of range"}};
   f.zstd_level = static_cast<int>(zstd_level);
   if (!ladder.empty()) {
-    std::string why;
-    auto rungs = ParseLadder(ladder, &why);
-    if (!rungs) return {std::nullopt, {"--ladder", why}};
+    auto rungs = ParseLadder(ladder);
+    if (!rungs.ok()) return {std::nullopt, {"--ladder", rungs.status().message()}};
     f.backpressure.ladder = std::move(*rungs);
   }
   if (!jitter.empty()) {
@@ -298,8 +303,8 @@ Parsed<ForwardConfig> ParseForward(const std::vector<std::string>& args) {
   f.transport.connect_timeout = connect_timeout;
   d.tick_pauses.front() = poll;
 
-  if (auto e = fwdsink::Validate(d)) {
-    return {std::nullopt, {OptionForField(e->field), e->message + " (" + e->field + ")"}};
+  if (const fwdsink::Status e = fwdsink::Validate(d); !e.ok()) {
+    return {std::nullopt, {OptionForField(e.field()), e.message() + " (" + e.field() + ")"}};
   }
   return {c, {}};
 }

@@ -1,13 +1,10 @@
 #include "fwdsink/chunker.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <cstring>
 #include <system_error>
+
+#include "file_reader.h"
 
 namespace fwdsink {
 namespace {
@@ -16,32 +13,19 @@ namespace {
 // small enough to be noise next to the chunk itself.
 constexpr std::size_t kReadBufferBytes = 256 * 1024;
 
-std::string ErrnoMessage(int err) { return std::system_category().message(err); }
-
-// pread(2) that retries on EINTR; returns bytes read, 0 at EOF, -1 on error (errno set).
-ssize_t PreadFull(int fd, char* dst, std::size_t n, std::uint64_t offset) {
-  std::size_t done = 0;
-  while (done < n) {
-    const ssize_t r = ::pread(fd, dst + done, n - done, static_cast<off_t>(offset + done));
-    if (r < 0) {
-      if (errno == EINTR) continue;
-      return -1;
-    }
-    if (r == 0) break;
-    done += static_cast<std::size_t>(r);
-  }
-  return static_cast<ssize_t>(done);
-}
-
 }  // namespace
 
-std::optional<std::string> Validate(const ChunkerOptions& options) {
-  if (options.chunk_bytes == 0) return "chunk_bytes must be greater than 0";
-  if (options.max_line_bytes < options.chunk_bytes) {
-    return "max_line_bytes (" + std::to_string(options.max_line_bytes) +
-           ") must be >= chunk_bytes (" + std::to_string(options.chunk_bytes) + ")";
+Status Validate(const ChunkerOptions& options) {
+  if (options.chunk_bytes == 0) {
+    return Status::Config("chunk_bytes", "chunk_bytes must be greater than 0");
   }
-  return std::nullopt;
+  if (options.max_line_bytes < options.chunk_bytes) {
+    return Status::Config("max_line_bytes", "max_line_bytes (" +
+                                                std::to_string(options.max_line_bytes) +
+                                                ") must be >= chunk_bytes (" +
+                                                std::to_string(options.chunk_bytes) + ")");
+  }
+  return OkStatus();
 }
 
 std::string_view to_string(ChunkerError error) {
@@ -65,45 +49,40 @@ Chunker Chunker::Open(const std::filesystem::path& path, std::uint64_t begin,
   c.options_ = options;
   c.offset_ = begin;
   c.buf_off_ = begin;
-  if (auto problem = Validate(options)) {
-    c.Fail(ChunkerError::kBadOptions, begin, *problem);
+  if (Status problem = Validate(options); !problem.ok()) {
+    c.Fail(ChunkerError::kBadOptions, begin, problem.message());
     return c;
   }
-  c.fd_ = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (c.fd_ < 0) {
-    c.Fail(ChunkerError::kOpenFailed, begin, "cannot open: " + ErrnoMessage(errno));
+  Result<internal::FileReader> file = internal::FileReader::Open(path);
+  if (!file.ok()) {
+    c.Fail(ChunkerError::kOpenFailed, begin, file.status().message());
     return c;
   }
-  struct stat st {};
-  if (::fstat(c.fd_, &st) != 0) {
-    c.Fail(ChunkerError::kOpenFailed, begin, "cannot stat: " + ErrnoMessage(errno));
+  const Result<internal::FileInfo> info = file->Stat();
+  if (!info.ok()) {
+    c.Fail(ChunkerError::kOpenFailed, begin, info.status().message());
     return c;
   }
-  if (!S_ISREG(st.st_mode)) {
+  if (!info->regular) {
     c.Fail(ChunkerError::kOpenFailed, begin, "not a regular file");
     return c;
   }
-  c.file_size_ = static_cast<std::uint64_t>(st.st_size);
+  c.file_ = std::make_unique<internal::FileReader>(std::move(file).value());
+  c.file_size_ = info->size;
   if (begin > c.file_size_) {
     c.Fail(ChunkerError::kBadOffset, begin,
            "begin offset is past the end of the file (size " + std::to_string(c.file_size_) +
                ")");
     return c;
   }
-  // A cursor only ever points just after a '\n'; anything else means the cursor and
-  // the partition disagree, and resuming there would send half a row.
-  // @ref LLP 0010#resume-offsets
-  if (begin > 0) {
-    char prev = 0;
-    const ssize_t r = PreadFull(c.fd_, &prev, 1, begin - 1);
-    if (r < 0) {
-      c.Fail(ChunkerError::kReadFailed, begin, "read failed: " + ErrnoMessage(errno));
-      return c;
-    }
-    if (r != 1 || prev != '\n') {
-      c.Fail(ChunkerError::kNotAtLineStart, begin, "begin offset is not at a line start");
-      return c;
-    }
+  const Result<bool> at_line_start = c.file_->AtLineStart(begin);
+  if (!at_line_start.ok()) {
+    c.Fail(ChunkerError::kReadFailed, begin, at_line_start.status().message());
+    return c;
+  }
+  if (!*at_line_start) {
+    c.Fail(ChunkerError::kNotAtLineStart, begin, "begin offset is not at a line start");
+    return c;
   }
   c.buf_ = std::make_unique_for_overwrite<char[]>(kReadBufferBytes);
   return c;
@@ -116,7 +95,7 @@ Chunker& Chunker::operator=(Chunker&& other) noexcept {
     Close();
     path_ = std::move(other.path_);
     options_ = other.options_;
-    fd_ = std::exchange(other.fd_, -1);
+    file_ = std::move(other.file_);
     file_size_ = other.file_size_;
     offset_ = other.offset_;
     buf_ = std::move(other.buf_);
@@ -136,8 +115,7 @@ Chunker& Chunker::operator=(Chunker&& other) noexcept {
 Chunker::~Chunker() { Close(); }
 
 void Chunker::Close() {
-  if (fd_ >= 0) ::close(fd_);
-  fd_ = -1;
+  file_.reset();
 }
 
 void Chunker::Fail(ChunkerError error, std::uint64_t offset, std::string_view what) {
@@ -155,12 +133,12 @@ bool Chunker::Refill() {
   buf_off_ = next;
   buf_pos_ = 0;
   buf_len_ = 0;
-  const ssize_t r = PreadFull(fd_, buf_.get(), kReadBufferBytes, next);
-  if (r < 0) {
-    Fail(ChunkerError::kReadFailed, next, "read failed: " + ErrnoMessage(errno));
+  const Result<std::size_t> r = file_->ReadAt(next, buf_.get(), kReadBufferBytes);
+  if (!r.ok()) {
+    Fail(ChunkerError::kReadFailed, next, r.status().message());
     return false;
   }
-  buf_len_ = static_cast<std::size_t>(r);
+  buf_len_ = *r;
   return true;
 }
 

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <limits>
 
+#include "zstd_decode.h"
+
 namespace fwdsink {
 namespace {
 
@@ -15,10 +17,8 @@ struct DCtxDeleter {
   void operator()(ZSTD_DCtx* d) const { ZSTD_freeDCtx(d); }
 };
 
-bool DecodeFail(std::string& out, std::string* error, std::string message) {
-  out.clear();
-  if (error != nullptr) *error = std::move(message);
-  return false;
+Status DecodeFail(std::string message) {
+  return Status(StatusCode::kCorrupt, std::move(message));
 }
 
 }  // namespace
@@ -37,12 +37,13 @@ std::optional<Compression> ParseCompression(std::string_view text) {
   return std::nullopt;
 }
 
-std::optional<std::string> ValidateZstdLevel(int level) {
+Status ValidateZstdLevel(int level) {
   if (level < ZSTD_minCLevel() || level > ZSTD_maxCLevel()) {
-    return "zstd_level " + std::to_string(level) + " is outside [" +
-           std::to_string(ZSTD_minCLevel()) + ", " + std::to_string(ZSTD_maxCLevel()) + "]";
+    return Status::Config("zstd_level", "zstd_level " + std::to_string(level) +
+                                            " is outside [" + std::to_string(ZSTD_minCLevel()) +
+                                            ", " + std::to_string(ZSTD_maxCLevel()) + "]");
   }
-  return std::nullopt;
+  return OkStatus();
 }
 
 struct Encoder::Impl {
@@ -60,9 +61,9 @@ struct Encoder::Impl {
 
 Encoder::Encoder(Compression compression, int zstd_level) : compression_(compression) {
   if (compression_ != Compression::kZstd) return;
-  if (auto problem = ValidateZstdLevel(zstd_level)) {
+  if (Status problem = ValidateZstdLevel(zstd_level); !problem.ok()) {
     ok_ = false;
-    error_ = *problem;
+    error_ = problem.message();
     return;
   }
   // One context for the encoder's life: creating one costs far more than compressing a
@@ -121,20 +122,19 @@ bool Encoder::Encode(std::string_view in, std::string& out) {
   return true;
 }
 
-bool DecodeZstd(std::string_view in, std::string& out, std::size_t max_out, std::string* error) {
-  out.clear();
-  if (in.empty()) return DecodeFail(out, error, "zstd: empty input, no frame");
+Result<std::string> DecodeZstd(std::string_view in, std::size_t max_out) {
+  std::string out;
+  if (in.empty()) return DecodeFail("zstd: empty input, no frame");
   // Refuse early what a frame header admits is too big; the streaming loop below still
   // enforces the limit for frames that do not declare a size (or lie).
   const unsigned long long declared = ZSTD_getFrameContentSize(in.data(), in.size());
-  if (declared == ZSTD_CONTENTSIZE_ERROR) return DecodeFail(out, error, "zstd: not a zstd frame");
+  if (declared == ZSTD_CONTENTSIZE_ERROR) return DecodeFail("zstd: not a zstd frame");
   if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared > max_out) {
-    return DecodeFail(out, error,
-                      "zstd: frame declares " + std::to_string(declared) +
+    return DecodeFail("zstd: frame declares " + std::to_string(declared) +
                           " bytes, more than the limit of " + std::to_string(max_out));
   }
   std::unique_ptr<ZSTD_DCtx, DCtxDeleter> dctx(ZSTD_createDCtx());
-  if (!dctx) return DecodeFail(out, error, "zstd: ZSTD_createDCtx failed");
+  if (!dctx) return DecodeFail("zstd: ZSTD_createDCtx failed");
 
   // Output may reach max_out + 1 bytes: producing that extra byte is how an oversize
   // stream is told apart from one that is exactly max_out long.
@@ -155,22 +155,21 @@ bool DecodeZstd(std::string_view in, std::string& out, std::size_t max_out, std:
     ZSTD_outBuffer output{out.data(), out.size(), written};
     const std::size_t r = ZSTD_decompressStream(dctx.get(), &output, &input);
     if (ZSTD_isError(r)) {
-      return DecodeFail(out, error, std::string("zstd: ") + ZSTD_getErrorName(r));
+      return DecodeFail(std::string("zstd: ") + ZSTD_getErrorName(r));
     }
     written = output.pos;
     if (written > max_out) break;
     if (input.pos == input.size) {
       if (r == 0) {
         out.resize(written);
-        return true;
+        return out;
       }
       // All input consumed, the frame is unfinished, and the decoder has room to write:
       // it is waiting for bytes that will never come.
-      if (output.pos < output.size) return DecodeFail(out, error, "zstd: truncated frame");
+      if (output.pos < output.size) return DecodeFail("zstd: truncated frame");
     }
   }
-  return DecodeFail(out, error,
-                    "zstd: output exceeds the limit of " + std::to_string(max_out) + " bytes");
+  return DecodeFail("zstd: output exceeds the limit of " + std::to_string(max_out) + " bytes");
 }
 
 }  // namespace fwdsink

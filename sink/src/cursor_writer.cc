@@ -28,11 +28,11 @@ void CursorWriter::WaitIdle() {
   cv_.wait(lock, [this] { return !queued_ && !busy_; });
 }
 
-SpoolStatus CursorWriter::Flush() {
+Status CursorWriter::Flush() {
   std::unique_lock lock(mu_);
   cv_.wait(lock, [this] { return !queued_ && !busy_; });
-  SpoolStatus out = std::move(error_);
-  error_ = SpoolStatus{};
+  Status out = std::move(error_);
+  error_ = Status();
   return out;
 }
 
@@ -45,7 +45,7 @@ void CursorWriter::Loop() {
     queued_.reset();
     busy_ = true;
     lock.unlock();
-    SpoolStatus s = spool_.SaveCursor(name, offset);
+    Status s = spool_.SaveCursor(name, offset);
     lock.lock();
     busy_ = false;
     if (!s.ok() && error_.ok()) error_ = std::move(s);

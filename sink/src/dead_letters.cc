@@ -11,6 +11,8 @@
 #include "fwdsink/dead_letters.h"
 #include "fwdsink/spool.h"
 #include "json_writer.h"
+#include "file_reader.h"
+#include "fwdsink/time_format.h"
 #include "spool_io.h"
 
 namespace fwdsink {
@@ -28,27 +30,31 @@ constexpr std::size_t kMaxDeadNameLength = 240;
 constexpr std::size_t kMaxRecordBytes = 64 * 1024;
 constexpr std::size_t kReadBlock = 64 * 1024;
 
-SpoolStatus ValidateDeadName(std::string_view name) {
+Status ValidateDeadName(std::string_view name) {
   if (name.size() > kMaxDeadNameLength) {
-    return SpoolStatus{SpoolErrc::kInvalidName,
+    return Status(StatusCode::kInvalidName,
                        "invalid dead-letter name: longer than " +
-                           std::to_string(kMaxDeadNameLength) + " bytes"};
+                           std::to_string(kMaxDeadNameLength) + " bytes");
   }
   // Same alphabet as partition names; only the length bound differs.
   if (name.size() <= kMaxPartitionNameLength) {
-    SpoolStatus st = ValidatePartitionName(name);
-    if (!st) st.message.replace(0, std::string_view("invalid partition name").size(),
-                                "invalid dead-letter name");
-    return st;
+    Status st = ValidatePartitionName(name);
+    if (st.ok()) return st;
+    std::string message = st.message();
+    message.replace(0, std::string_view("invalid partition name").size(),
+                    "invalid dead-letter name");
+    return spool_io::Reworded(st, std::move(message));
   }
-  SpoolStatus st = ValidatePartitionName(name.substr(0, kMaxPartitionNameLength));
-  if (st) st = ValidatePartitionName(name.substr(kMaxPartitionNameLength));
-  if (!st) {
-    return SpoolStatus{SpoolErrc::kInvalidName,
-                       "invalid dead-letter name: only A-Z a-z 0-9 . _ - are allowed"};
+  Status st = ValidatePartitionName(name.substr(0, kMaxPartitionNameLength));
+  if (st.ok()) st = ValidatePartitionName(name.substr(kMaxPartitionNameLength));
+  if (!st.ok()) {
+    return Status(StatusCode::kInvalidName,
+                       "invalid dead-letter name: only A-Z a-z 0-9 . _ - are allowed");
   }
   return {};
 }
+
+Status Corrupt(std::string message) { return Status(StatusCode::kCorrupt, std::move(message)); }
 
 std::string DeadName(std::string_view partition, std::uint64_t begin, std::uint64_t end) {
   return std::string(partition) + "." + std::to_string(begin) + "-" + std::to_string(end);
@@ -69,12 +75,12 @@ std::string DumpRecord(const DeadEntry& e) {
       {"status", e.status},
       {"reason", e.reason},
       {"kind", std::string(to_string(e.kind))},
-      {"dead_at", spool_io::FormatRfc3339Ms(e.dead_at)},
+      {"dead_at", FormatRfc3339(e.dead_at)},
       {"dead_at_ms", spool_io::ToUnixMs(e.dead_at)},
       {"data_offset", e.data_offset},
   };
   if (e.requeued_at) {
-    j["requeued_at"] = spool_io::FormatRfc3339Ms(*e.requeued_at);
+    j["requeued_at"] = FormatRfc3339(*e.requeued_at);
     j["requeued_at_ms"] = spool_io::ToUnixMs(*e.requeued_at);
   }
   if (e.requeued_as) j["requeued_as"] = *e.requeued_as;
@@ -105,10 +111,10 @@ bool GetString(const json& j, const char* key, std::string& out) {
   return true;
 }
 
-// Parses a record; returns a message naming what is wrong on failure.
-std::optional<std::string> ParseRecord(std::string_view text, DeadEntry& e) {
+// Parses a record; returns kCorrupt naming what is wrong on failure.
+Status ParseRecord(std::string_view text, DeadEntry& e) {
   const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return "not a JSON object";
+  if (j.is_discarded() || !j.is_object()) return Corrupt("not a JSON object");
   std::string kind;
   std::int64_t dead_ms = 0;
   std::int64_t status = 0;
@@ -117,16 +123,16 @@ std::optional<std::string> ParseRecord(std::string_view text, DeadEntry& e) {
       !GetInt(j, "status", status) || !GetString(j, "reason", e.reason) ||
       !GetString(j, "kind", kind) || !GetInt(j, "dead_at_ms", dead_ms) ||
       !GetUnsigned(j, "data_offset", e.data_offset)) {
-    return "a required field is missing or has the wrong type";
+    return Corrupt("a required field is missing or has the wrong type");
   }
   if (kind == "poison") {
     e.kind = DeadKind::kPoison;
   } else if (kind == "horizon") {
     e.kind = DeadKind::kHorizon;
   } else {
-    return "unknown kind \"" + kind + "\"";
+    return Corrupt("unknown kind \"" + kind + "\"");
   }
-  if (e.end < e.begin) return "end is before begin";
+  if (e.end < e.begin) return Corrupt("end is before begin");
   e.status = static_cast<int>(std::clamp<std::int64_t>(status, INT32_MIN, INT32_MAX));
   e.dead_at = spool_io::FromUnixMs(dead_ms);
   std::int64_t requeued_ms = 0;
@@ -134,7 +140,7 @@ std::optional<std::string> ParseRecord(std::string_view text, DeadEntry& e) {
   std::string requeued_as;
   if (GetString(j, "requeued_as", requeued_as)) e.requeued_as = std::move(requeued_as);
   GetUnsigned(j, "requeues", e.requeues);
-  return std::nullopt;
+  return OkStatus();
 }
 
 struct LoadedRecord {
@@ -142,21 +148,22 @@ struct LoadedRecord {
   std::string text;
 };
 
-SpoolResult<LoadedRecord> LoadRecord(const fs::path& dead_dir, std::string_view dead_name) {
+Result<LoadedRecord> LoadRecord(const fs::path& dead_dir, std::string_view dead_name) {
   LoadedRecord r;
   r.entry.name = std::string(dead_name);
   r.entry.record_path = dead_dir / (r.entry.name + std::string(kRecordExt));
   r.entry.rows_path = dead_dir / (r.entry.name + std::string(kRowsExt));
-  SpoolResult<std::string> text = spool_io::ReadSmallFile(r.entry.record_path, kMaxRecordBytes);
+  Result<std::string> text = spool_io::ReadSmallFile(r.entry.record_path, kMaxRecordBytes);
   if (!text) {
-    SpoolStatus st = text.status();
-    if (st.code == SpoolErrc::kNotFound) st.message = "no dead letter " + r.entry.name;
+    const Status& st = text.status();
+    if (st.code() == StatusCode::kNotFound) {
+      return spool_io::Reworded(st, "no dead letter " + r.entry.name);
+    }
     return st;
   }
   r.text = std::move(text).value();
-  if (std::optional<std::string> why = ParseRecord(r.text, r.entry)) {
-    return SpoolStatus{SpoolErrc::kCorrupt,
-                       "dead-letter record " + r.entry.record_path.string() + ": " + *why};
+  if (Status why = ParseRecord(r.text, r.entry); !why.ok()) {
+    return Corrupt("dead-letter record " + r.entry.record_path.string() + ": " + why.message());
   }
   return r;
 }
@@ -164,8 +171,8 @@ SpoolResult<LoadedRecord> LoadRecord(const fs::path& dead_dir, std::string_view 
 // Looks for `needle` in bytes [from, from + max) of `path`, across block boundaries.
 bool FileContains(const fs::path& path, std::uint64_t from, std::string_view needle,
                   std::uint64_t max) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
+  Result<internal::FileReader> file = internal::FileReader::Open(path);
+  if (!file.ok()) return false;
   std::string window;  // the tail of the previous block + the current block
   std::string block(kReadBlock, '\0');
   std::uint64_t pos = from;
@@ -174,18 +181,16 @@ bool FileContains(const fs::path& path, std::uint64_t from, std::string_view nee
   while (!found && read_total < max) {
     const std::size_t want =
         static_cast<std::size_t>(std::min<std::uint64_t>(kReadBlock, max - read_total));
-    const ssize_t n = ::pread(fd, block.data(), want, static_cast<off_t>(pos));
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    pos += static_cast<std::uint64_t>(n);
-    read_total += static_cast<std::uint64_t>(n);
-    window.append(block.data(), static_cast<std::size_t>(n));
+    const Result<std::size_t> n = file->ReadAt(pos, block.data(), want);
+    if (!n.ok() || *n == 0) break;
+    pos += *n;
+    read_total += *n;
+    window.append(block.data(), *n);
     found = window.find(needle) != std::string::npos;
     // Keep just enough to catch a match that straddles the next boundary.
     const std::size_t keep = needle.empty() ? 0 : needle.size() - 1;
     if (window.size() > keep) window.erase(0, window.size() - keep);
   }
-  ::close(fd);
   return found;
 }
 
@@ -209,20 +214,19 @@ bool Matches(const LoadedRecord& r, const DeadFilter& f,
 }
 
 // Counts rows in bytes [from, end of file) of an open file.
-SpoolResult<std::uint64_t> CountRowsInFile(int fd, const fs::path& path, std::uint64_t from) {
+Result<std::uint64_t> CountRowsInFile(const internal::FileReader& file, std::uint64_t from) {
   std::string block(kReadBlock, '\0');
   std::uint64_t rows = 0;
   char last = '\n';
   std::uint64_t pos = from;
   for (;;) {
-    const ssize_t n = ::pread(fd, block.data(), block.size(), static_cast<off_t>(pos));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) return spool_io::IoError("cannot read", path, errno);
-    if (n == 0) break;
-    const std::string_view got(block.data(), static_cast<std::size_t>(n));
+    const Result<std::size_t> n = file.ReadAt(pos, block.data(), block.size());
+    if (!n.ok()) return n.status();
+    if (*n == 0) break;
+    const std::string_view got(block.data(), *n);
     rows += static_cast<std::uint64_t>(std::count(got.begin(), got.end(), '\n'));
     last = got.back();
-    pos += static_cast<std::uint64_t>(n);
+    pos += *n;
   }
   if (last != '\n') ++rows;
   return rows;
@@ -238,20 +242,20 @@ std::string_view to_string(DeadKind kind) noexcept {
   return "unknown";
 }
 
-SpoolResult<DeadEntry> Spool::DeadLetterChunk(std::string_view name, std::uint64_t begin,
+Result<DeadEntry> Spool::DeadLetterChunk(std::string_view name, std::uint64_t begin,
                                               std::uint64_t end, std::string_view body_bytes,
                                               int status, std::string_view reason,
                                               std::chrono::system_clock::time_point when) {
-  if (SpoolStatus st = ValidatePartitionName(name); !st) return st;
+  if (Status st = ValidatePartitionName(name); !st.ok()) return st;
   if (end <= begin || end - begin != body_bytes.size()) {
-    return SpoolStatus{SpoolErrc::kInvalidArgument,
+    return Status(StatusCode::kInvalidArgument,
                        "dead letter " + DeadName(name, begin, end) + ": range holds " +
                            std::to_string(end >= begin ? end - begin : 0) +
-                           " bytes but the body has " + std::to_string(body_bytes.size())};
+                           " bytes but the body has " + std::to_string(body_bytes.size()));
   }
   DeadEntry e;
   e.name = DeadName(name, begin, end);
-  if (SpoolStatus st = ValidateDeadName(e.name); !st) return st;
+  if (Status st = ValidateDeadName(e.name); !st.ok()) return st;
   e.partition = std::string(name);
   e.begin = begin;
   e.end = end;
@@ -265,46 +269,41 @@ SpoolResult<DeadEntry> Spool::DeadLetterChunk(std::string_view name, std::uint64
   e.record_path = dead_dir() / (e.name + std::string(kRecordExt));
   // Rows first, record last: the record is what makes a dead letter visible, so a
   // crash in between leaves at most an unlisted rows file that the retry overwrites.
-  if (SpoolStatus st = spool_io::WriteFileAtomic(e.rows_path, body_bytes); !st) return st;
-  if (SpoolStatus st = spool_io::WriteFileAtomic(e.record_path, DumpRecord(e)); !st) return st;
+  if (Status st = spool_io::WriteFileAtomic(e.rows_path, body_bytes); !st.ok()) return st;
+  if (Status st = spool_io::WriteFileAtomic(e.record_path, DumpRecord(e)); !st.ok()) return st;
   return e;
 }
 
-SpoolResult<DeadEntry> Spool::DeadLetterPartition(std::string_view name,
+Result<DeadEntry> Spool::DeadLetterPartition(std::string_view name,
                                                   std::uint64_t from_offset,
                                                   std::string_view reason, int status,
                                                   std::chrono::system_clock::time_point when) {
-  if (SpoolStatus st = ValidatePartitionName(name); !st) return st;
+  if (Status st = ValidatePartitionName(name); !st.ok()) return st;
   const fs::path partition = PartitionPath(name);
-  const int fd = ::open(partition.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    if (err == ENOENT) return SpoolStatus{SpoolErrc::kNotFound, "no partition " + partition.string()};
-    return spool_io::IoError("cannot open partition", partition, err);
+  Result<internal::FileReader> file = internal::FileReader::Open(partition);
+  if (!file.ok()) {
+    if (file.status().code() == StatusCode::kNotFound) {
+      return Status(StatusCode::kNotFound, "no partition " + partition.string());
+    }
+    return file.status();
   }
-  struct stat sb {};
-  if (::fstat(fd, &sb) != 0) {
-    SpoolStatus st = spool_io::IoError("cannot stat partition", partition, errno);
-    ::close(fd);
-    return st;
-  }
-  const auto size = static_cast<std::uint64_t>(sb.st_size);
+  const Result<internal::FileInfo> info = file->Stat();
+  if (!info.ok()) return info.status();
+  const std::uint64_t size = info->size;
   if (from_offset > size) {
-    ::close(fd);
-    return SpoolStatus{SpoolErrc::kInvalidArgument,
+    return Status(StatusCode::kInvalidArgument,
                        "partition " + std::string(name) + ": from_offset " +
                            std::to_string(from_offset) + " is beyond its size " +
-                           std::to_string(size)};
+                           std::to_string(size));
   }
-  SpoolResult<std::uint64_t> rows = from_offset == size
-                                        ? SpoolResult<std::uint64_t>(std::uint64_t{0})
-                                        : CountRowsInFile(fd, partition, from_offset);
-  ::close(fd);
+  Result<std::uint64_t> rows = from_offset == size
+                                        ? Result<std::uint64_t>(std::uint64_t{0})
+                                        : CountRowsInFile(*file, from_offset);
   if (!rows) return rows.status();
 
   DeadEntry e;
   e.name = DeadName(name, from_offset, size);
-  if (SpoolStatus st = ValidateDeadName(e.name); !st) return st;
+  if (Status st = ValidateDeadName(e.name); !st.ok()) return st;
   e.partition = std::string(name);
   e.begin = from_offset;
   e.end = size;
@@ -319,21 +318,21 @@ SpoolResult<DeadEntry> Spool::DeadLetterPartition(std::string_view name,
   // Record first, then the move: a crash in between leaves the partition in ready/
   // (it is simply dead-lettered again), never rows in dead/ with no record to list
   // them. @ref LLP 0020#dead-letters
-  if (SpoolStatus st = spool_io::WriteFileAtomic(e.record_path, DumpRecord(e)); !st) return st;
+  if (Status st = spool_io::WriteFileAtomic(e.record_path, DumpRecord(e)); !st.ok()) return st;
   if (::rename(partition.c_str(), e.rows_path.c_str()) != 0) {
     return spool_io::IoError("cannot move partition into dead/: rename", partition, errno);
   }
-  if (SpoolStatus st = spool_io::FsyncDir(dead_dir()); !st) return st;
-  if (SpoolStatus st = spool_io::FsyncDir(ready_dir()); !st) return st;
+  if (Status st = spool_io::FsyncDir(dead_dir()); !st.ok()) return st;
+  if (Status st = spool_io::FsyncDir(ready_dir()); !st.ok()) return st;
   const fs::path cursor = CursorPath(name);
   std::error_code ec;
   fs::remove(cursor, ec);
   if (ec) return spool_io::IoError("cannot remove cursor", cursor, ec);
-  if (SpoolStatus st = spool_io::FsyncDir(state_dir()); !st) return st;
+  if (Status st = spool_io::FsyncDir(state_dir()); !st.ok()) return st;
   return e;
 }
 
-SpoolResult<DeadList> Spool::ListDead(const DeadFilter& filter,
+Result<DeadList> Spool::ListDead(const DeadFilter& filter,
                                       std::chrono::system_clock::time_point now) const {
   DeadList out;
   std::vector<DeadEntry> matches;
@@ -345,10 +344,10 @@ SpoolResult<DeadList> Spool::ListDead(const DeadFilter& filter,
     const std::string file = it->path().filename().string();
     if (file.size() <= kRecordExt.size() || !file.ends_with(kRecordExt)) continue;
     const std::string dead_name = file.substr(0, file.size() - kRecordExt.size());
-    if (!ValidateDeadName(dead_name)) continue;  // temp files are dotfiles
-    SpoolResult<LoadedRecord> r = LoadRecord(dead_dir(), dead_name);
+    if (!ValidateDeadName(dead_name).ok()) continue;  // temp files are dotfiles
+    Result<LoadedRecord> r = LoadRecord(dead_dir(), dead_name);
     if (!r) {
-      if (r.status().code != SpoolErrc::kNotFound) out.unreadable.push_back(dead_name);
+      if (r.status().code() != StatusCode::kNotFound) out.unreadable.push_back(dead_name);
       continue;  // kNotFound: purged while we listed
     }
     if (Matches(r.value(), filter, now)) matches.push_back(std::move(r.value().entry));
@@ -369,10 +368,10 @@ SpoolResult<DeadList> Spool::ListDead(const DeadFilter& filter,
   return out;
 }
 
-SpoolResult<std::string> Spool::Requeue(std::string_view dead_name,
+Result<std::string> Spool::Requeue(std::string_view dead_name,
                                         std::chrono::system_clock::time_point now) {
-  if (SpoolStatus st = ValidateDeadName(dead_name); !st) return st;
-  SpoolResult<LoadedRecord> loaded = LoadRecord(dead_dir(), dead_name);
+  if (Status st = ValidateDeadName(dead_name); !st.ok()) return st;
+  Result<LoadedRecord> loaded = LoadRecord(dead_dir(), dead_name);
   if (!loaded) return loaded.status();
   DeadEntry& e = loaded.value().entry;
 
@@ -385,53 +384,51 @@ SpoolResult<std::string> Spool::Requeue(std::string_view dead_name,
     if (!fs::exists(PartitionPath(new_name), ec) && !ec) break;
     if (ec) return spool_io::IoError("cannot check", PartitionPath(new_name), ec);
   }
-  if (SpoolStatus st = ValidatePartitionName(new_name); !st) {
-    return SpoolStatus{SpoolErrc::kInvalidName,
-                       "cannot requeue " + e.name + ": " + st.message};
+  if (Status st = ValidatePartitionName(new_name); !st.ok()) {
+    return Status(StatusCode::kInvalidName,
+                  "cannot requeue " + e.name + ": " + st.message());
   }
 
-  const int fd = ::open(e.rows_path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    return spool_io::IoError("cannot requeue " + e.name + ": open", e.rows_path, errno);
+  Result<internal::FileReader> rows = internal::FileReader::Open(e.rows_path);
+  if (!rows.ok()) {
+    return spool_io::Reworded(rows.status(),
+                              "cannot requeue " + e.name + ": " + rows.status().message());
   }
   spool_io::TempFile out;
-  SpoolStatus st = out.Create(incoming_dir() / (new_name + ".ndjson.tmp"));
+  Status st = out.Create(incoming_dir() / (new_name + ".ndjson.tmp"));
   std::string block(kReadBlock, '\0');
   std::uint64_t pos = e.data_offset;
   const std::uint64_t stop = e.data_offset + (e.end - e.begin);
-  while (st && pos < stop) {
+  while (st.ok() && pos < stop) {
     const std::size_t want =
         static_cast<std::size_t>(std::min<std::uint64_t>(block.size(), stop - pos));
-    const ssize_t n = ::pread(fd, block.data(), want, static_cast<off_t>(pos));
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) {
-      st = spool_io::IoError("cannot requeue " + e.name + ": read", e.rows_path, errno);
-    } else if (n == 0) {
-      st = SpoolStatus{SpoolErrc::kCorrupt, "cannot requeue " + e.name + ": " +
-                                                e.rows_path.string() + " is shorter than its record says"};
+    const Result<std::size_t> n = rows->ReadAt(pos, block.data(), want);
+    if (!n.ok()) {
+      st = spool_io::Reworded(n.status(), "cannot requeue " + e.name + ": " + n.status().message());
+    } else if (*n == 0) {
+      st = Status(StatusCode::kCorrupt, "cannot requeue " + e.name + ": " +
+                                                e.rows_path.string() + " is shorter than its record says");
     } else {
-      st = out.Write(std::string_view(block.data(), static_cast<std::size_t>(n)));
-      pos += static_cast<std::uint64_t>(n);
+      st = out.Write(std::string_view(block.data(), *n));
+      pos += *n;
     }
   }
-  ::close(fd);
-  if (!st) return st;
-  if (st = out.Commit(PartitionPath(new_name)); !st) return st;
+  if (!st.ok()) return st;
+  if (st = out.Commit(PartitionPath(new_name)); !st.ok()) return st;
 
   // Keep the dead letter as the audit record of what was requeued and when.
   e.requeued_at = now;
   e.requeued_as = new_name;
   ++e.requeues;
-  if (st = spool_io::WriteFileAtomic(e.record_path, DumpRecord(e)); !st) {
-    st.message = "requeued " + e.name + " as " + new_name + " but could not update its record: " +
-                 st.message;
-    return st;
+  if (st = spool_io::WriteFileAtomic(e.record_path, DumpRecord(e)); !st.ok()) {
+    return spool_io::Reworded(st, "requeued " + e.name + " as " + new_name +
+                                      " but could not update its record: " + st.message());
   }
   return new_name;
 }
 
-SpoolStatus Spool::Purge(std::string_view dead_name) {
-  if (SpoolStatus st = ValidateDeadName(dead_name); !st) return st;
+Status Spool::Purge(std::string_view dead_name) {
+  if (Status st = ValidateDeadName(dead_name); !st.ok()) return st;
   const std::string name(dead_name);
   const fs::path record = dead_dir() / (name + std::string(kRecordExt));
   const fs::path rows = dead_dir() / (name + std::string(kRowsExt));
@@ -441,22 +438,22 @@ SpoolStatus Spool::Purge(std::string_view dead_name) {
   if (ec) return spool_io::IoError("cannot purge " + name + ": remove", record, ec);
   const bool had_rows = fs::remove(rows, ec);
   if (ec) return spool_io::IoError("cannot purge " + name + ": remove", rows, ec);
-  if (!had_record && !had_rows) return SpoolStatus{SpoolErrc::kNotFound, "no dead letter " + name};
+  if (!had_record && !had_rows) return Status(StatusCode::kNotFound, "no dead letter " + name);
   return spool_io::FsyncDir(dead_dir());
 }
 
-SpoolResult<std::size_t> Spool::Purge(const DeadFilter& filter,
+Result<std::size_t> Spool::Purge(const DeadFilter& filter,
                                       std::chrono::system_clock::time_point now) {
   DeadFilter all = filter;
   all.offset = 0;
   all.limit = 0;
-  SpoolResult<DeadList> list = ListDead(all, now);
+  Result<DeadList> list = ListDead(all, now);
   if (!list) return list.status();
   std::size_t purged = 0;
   for (const DeadEntry& e : list.value().entries) {
-    if (SpoolStatus st = Purge(e.name); !st) {
-      st.message += " (after purging " + std::to_string(purged) + ")";
-      return st;
+    if (Status st = Purge(e.name); !st.ok()) {
+      return spool_io::Reworded(
+          st, st.message() + " (after purging " + std::to_string(purged) + ")");
     }
     ++purged;
   }

@@ -25,43 +25,32 @@ bool ReadRange(const std::filesystem::path& path, std::uint64_t begin, std::uint
 
 }  // namespace
 
-std::optional<ConfigError> Validate(const DriverOptions& o) {
-  if (o.spool_dir.empty()) return ConfigError{"spool_dir", "must name a directory"};
-  if (auto e = Validate(o.forward)) return ConfigError{"forward." + e->field, e->message};
+Status Validate(const DriverOptions& o) {
+  if (o.spool_dir.empty()) return Status::Config("spool_dir", "must name a directory");
+  if (Status e = Validate(o.forward); !e.ok()) return e.WithFieldPrefix("forward");
   if (o.horizon <= std::chrono::milliseconds::zero()) {
-    return ConfigError{"horizon", "must be positive"};
+    return Status::Config("horizon", "must be positive");
   }
-  if (o.tick_pauses.empty()) return ConfigError{"tick_pauses", "needs at least one step"};
+  if (o.tick_pauses.empty()) return Status::Config("tick_pauses", "needs at least one step");
   for (std::size_t i = 0; i < o.tick_pauses.size(); ++i) {
     if (o.tick_pauses[i] <= std::chrono::milliseconds::zero()) {
-      return ConfigError{"tick_pauses[" + std::to_string(i) + "]", "must be positive"};
+      return Status::Config("tick_pauses[" + std::to_string(i) + "]", "must be positive");
     }
   }
-  return std::nullopt;
+  return OkStatus();
 }
 
-std::unique_ptr<Driver> Driver::Create(DriverOptions options, ForwardDeps deps,
-                                       ConfigError* error) {
-  if (auto e = Validate(options)) {
-    if (error) *error = *e;
-    return nullptr;
-  }
+Result<std::unique_ptr<Driver>> Driver::Create(DriverOptions options, ForwardDeps deps) {
+  if (Status e = Validate(options); !e.ok()) return e;
   auto spool = Spool::Open(options.spool_dir);
-  if (!spool) {
-    if (error) *error = ConfigError{"spool_dir", spool.status().message};
-    return nullptr;
-  }
+  if (!spool) return spool.status().WithFieldPrefix("spool_dir");
   if (!deps.time) deps.time = &RealTimeSource();
   if (!deps.sleeper) deps.sleeper = &RealSleeper();
   if (!deps.gate) deps.gate = std::make_shared<EndpointGate>();
-  ConfigError ferr;
-  auto sink = ForwardSink::Create(options.forward, deps, &ferr);
-  if (!sink) {
-    if (error) *error = ConfigError{"forward." + ferr.field, ferr.message};
-    return nullptr;
-  }
+  auto sink = ForwardSink::Create(options.forward, deps);
+  if (!sink.ok()) return sink.status().WithFieldPrefix("forward");
   return std::unique_ptr<Driver>(new Driver(std::move(options), std::move(deps),
-                                            std::move(*spool), std::move(sink)));
+                                            std::move(*spool), std::move(*sink)));
 }
 
 Driver::Driver(DriverOptions options, ForwardDeps deps, Spool spool,
@@ -107,7 +96,7 @@ TickReport Driver::Tick() {
     counters_.spool_errors.fetch_add(1, std::memory_order_relaxed);
     report.errors += 1;
     Emit({.name = "driver.spool_error", .reason = "list_ready",
-          .message = ready.status().message});
+          .message = ready.status().message()});
     return report;
   }
   for (const ReadyPartition& p : *ready) {
@@ -154,13 +143,13 @@ void Driver::ForwardOne(const ReadyPartition& p, TickReport& report, bool& stop_
   bool progressed = false;
   for (;;) {
     const ForwardResult r = sink_->ForwardPartition(p.name, p.path, offset, on_ack);
-    if (const SpoolStatus saved = cursors_->Flush(); !saved) {
+    if (const Status saved = cursors_->Flush(); !saved.ok()) {
       // The sink already stopped (Submit refused the next ack); the partition stays
       // where its last saved cursor says, and is re-sent from there next tick.
       counters_.spool_errors.fetch_add(1, std::memory_order_relaxed);
       report.errors += 1;
       Emit({.name = "driver.spool_error", .partition = p.name, .reason = "cursor_save",
-            .message = saved.message});
+            .message = saved.message()});
       return;
     }
     report.chunks_acked += r.chunks_acked;
@@ -172,11 +161,11 @@ void Driver::ForwardOne(const ReadyPartition& p, TickReport& report, bool& stop_
 
     switch (r.outcome) {
       case Outcome::kDelivered: {
-        const SpoolStatus s = spool_.MarkDelivered(p.name);
-        if (!s) {
+        const Status s = spool_.MarkDelivered(p.name);
+        if (!s.ok()) {
           counters_.spool_errors.fetch_add(1, std::memory_order_relaxed);
           Emit({.name = "driver.spool_error", .partition = p.name, .reason = "mark_delivered",
-                .message = s.message});
+                .message = s.message()});
         }
         report.delivered += 1;
         counters_.partitions_delivered.fetch_add(1, std::memory_order_relaxed);
@@ -199,10 +188,10 @@ void Driver::ForwardOne(const ReadyPartition& p, TickReport& report, bool& stop_
           report.errors += 1;
           counters_.spool_errors.fetch_add(1, std::memory_order_relaxed);
           Emit({.name = "driver.spool_error", .partition = p.name, .reason = "dead_letter",
-                .message = dead.status().message});
+                .message = dead.status().message()});
           return;  // cursor stays before the poison: nothing is lost
         }
-        if (!spool_.SaveCursor(p.name, r.poison_end)) {
+        if (!spool_.SaveCursor(p.name, r.poison_end).ok()) {
           report.errors += 1;
           return;  // re-sent next tick; the dead letter is then written again (same name)
         }
@@ -232,7 +221,7 @@ void Driver::ForwardOne(const ReadyPartition& p, TickReport& report, bool& stop_
         report.torn += 1;
         counters_.torn_partitions.fetch_add(1, std::memory_order_relaxed);
         Emit({.name = "driver.dead_letter", .partition = p.name, .reason = r.reason,
-              .begin = offset, .message = r.message + (dead ? "" : "; " + dead.status().message)});
+              .begin = offset, .message = r.message + (dead ? "" : "; " + dead.status().message())});
         return;
       }
       case Outcome::kAuthError:
@@ -250,7 +239,7 @@ void Driver::ForwardOne(const ReadyPartition& p, TickReport& report, bool& stop_
 void Driver::Failed(const ReadyPartition& p, std::uint64_t resume, const ForwardResult& r,
                     TickReport& report) {
   const auto now = deps_.time->SystemNow();
-  if (!spool_.RecordFailure(p.name, now)) {
+  if (!spool_.RecordFailure(p.name, now).ok()) {
     counters_.spool_errors.fetch_add(1, std::memory_order_relaxed);
     return;
   }

@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "fwdsink/retry_after.h"
+#include "saturating.h"
 
 #ifndef FWDSINK_VERSION
 #define FWDSINK_VERSION "0"
@@ -109,34 +110,31 @@ std::string_view to_string(RespoolReason r) {
   return "unknown";
 }
 
-std::optional<ConfigError> Validate(const ForwardOptions& o) {
-  std::string err;
-  if (!ParseEndpoint(o.url, &err)) return ConfigError{"url", err};
+Status Validate(const ForwardOptions& o) {
+  if (Result<Endpoint> ep = ParseEndpoint(o.url); !ep.ok()) return ep.status();
   if (o.idempotency_header.empty() ||
       !std::all_of(o.idempotency_header.begin(), o.idempotency_header.end(), IsTokenChar)) {
-    return ConfigError{"idempotency_header", "must be a non-empty HTTP header name"};
+    return Status::Config("idempotency_header", "must be a non-empty HTTP header name");
   }
   if (o.compression == Compression::kZstd) {
-    if (auto e = ValidateZstdLevel(o.zstd_level)) return ConfigError{"zstd_level", *e};
+    if (Status e = ValidateZstdLevel(o.zstd_level); !e.ok()) return e;
   }
-  if (auto e = Validate(o.chunker)) return ConfigError{"chunker", *e};
-  if (auto e = Validate(o.backpressure)) {
-    return ConfigError{"backpressure." + e->field, e->message};
-  }
+  if (Status e = Validate(o.chunker); !e.ok()) return e.WithFieldPrefix("chunker");
+  if (Status e = Validate(o.backpressure); !e.ok()) return e.WithFieldPrefix("backpressure");
   if (o.transport.connect_timeout <= milliseconds::zero()) {
-    return ConfigError{"transport.connect_timeout", "must be positive"};
+    return Status::Config("transport.connect_timeout", "must be positive");
   }
   if (o.transport.read_timeout <= milliseconds::zero()) {
-    return ConfigError{"transport.read_timeout", "must be positive"};
+    return Status::Config("transport.read_timeout", "must be positive");
   }
   if (o.transport.write_timeout <= milliseconds::zero()) {
-    return ConfigError{"transport.write_timeout", "must be positive"};
+    return Status::Config("transport.write_timeout", "must be positive");
   }
   if (o.transport.body_prefix_bytes < 256) {
-    return ConfigError{"transport.body_prefix_bytes", "must be at least 256"};
+    return Status::Config("transport.body_prefix_bytes", "must be at least 256");
   }
-  if (o.label.empty()) return ConfigError{"label", "must not be empty"};
-  return std::nullopt;
+  if (o.label.empty()) return Status::Config("label", "must not be empty");
+  return OkStatus();
 }
 
 // Runs one job at a time on a thread kept for the sink's lifetime (started on first
@@ -555,18 +553,13 @@ class ForwardSink::Run {
   const bool identity_ = o_.compression == Compression::kIdentity;
 };
 
-std::unique_ptr<ForwardSink> ForwardSink::Create(ForwardOptions options, ForwardDeps deps,
-                                                 ConfigError* error) {
-  if (auto e = Validate(options)) {
-    if (error) *error = *e;
-    return nullptr;
-  }
-  std::string terr;
-  auto transport = HttpTransport::Create(options.url, options.transport, &terr);
-  if (!transport) {
-    if (error) *error = ConfigError{"transport", terr};
-    return nullptr;
-  }
+Result<std::unique_ptr<ForwardSink>> ForwardSink::Create(ForwardOptions options,
+                                                         ForwardDeps deps) {
+  if (Status e = Validate(options); !e.ok()) return e;
+  Result<std::unique_ptr<HttpTransport>> made =
+      HttpTransport::Create(options.url, options.transport);
+  if (!made.ok()) return made.status().WithFieldPrefix("transport");
+  std::unique_ptr<HttpTransport> transport = std::move(made).value();
   if (!deps.time) deps.time = &RealTimeSource();
   if (!deps.sleeper) deps.sleeper = &RealSleeper();
   if (!deps.gate) deps.gate = std::make_shared<EndpointGate>();

@@ -1,15 +1,14 @@
 #include "fwdsink/spool.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <charconv>
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <system_error>
 
+#include "file_reader.h"
 #include "spool_io.h"
 
 namespace fwdsink {
@@ -22,6 +21,8 @@ constexpr std::string_view kCursorExt = ".cursor";
 constexpr std::string_view kCursorMagic = "fwdsink-cursor v1";
 // A cursor record is one short line; anything bigger is garbage, not a cursor.
 constexpr std::size_t kMaxCursorFileBytes = 512;
+
+Status Corrupt(std::string message) { return Status(StatusCode::kCorrupt, std::move(message)); }
 
 bool NameChar(char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
@@ -59,101 +60,81 @@ std::string FormatCursorRecord(const CursorState& s) {
   return body + " crc=" + crc + "\n";
 }
 
-// Parses a cursor record. On failure returns a message and leaves `out` untouched.
+// Parses a cursor record. On failure returns kCorrupt saying why and leaves `out`
+// untouched.
 // @ref LLP 0020#cursor-format
-std::optional<std::string> ParseCursorRecord(std::string_view text, CursorState& out) {
-  if (text.empty()) return "empty cursor file";
-  if (text.back() != '\n') return "truncated cursor record (no final newline)";
+Status ParseCursorRecord(std::string_view text, CursorState& out) {
+  if (text.empty()) return Corrupt("empty cursor file");
+  if (text.back() != '\n') return Corrupt("truncated cursor record (no final newline)");
   text.remove_suffix(1);
-  if (text.find('\n') != std::string_view::npos) return "cursor record has several lines";
+  if (text.find('\n') != std::string_view::npos) return Corrupt("cursor record has several lines");
   const std::size_t crc_at = text.rfind(" crc=");
-  if (crc_at == std::string_view::npos) return "cursor record has no checksum";
+  if (crc_at == std::string_view::npos) return Corrupt("cursor record has no checksum");
   const std::string_view body = text.substr(0, crc_at);
   const std::string_view crc_text = text.substr(crc_at + 5);
   std::uint32_t crc = 0;
   if (crc_text.size() != 8 ||
       std::from_chars(crc_text.data(), crc_text.data() + 8, crc, 16).ptr !=
           crc_text.data() + 8) {
-    return "cursor checksum is not 8 hex digits";
+    return Corrupt("cursor checksum is not 8 hex digits");
   }
-  if (crc != spool_io::Crc32(body)) return "cursor checksum mismatch";
+  if (crc != spool_io::Crc32(body)) return Corrupt("cursor checksum mismatch");
 
   std::string_view rest = body;
   if (rest.substr(0, kCursorMagic.size()) != kCursorMagic ||
       rest.substr(kCursorMagic.size(), 1) != " ") {
-    return "not a fwdsink-cursor v1 record";
+    return Corrupt("not a fwdsink-cursor v1 record");
   }
   rest.remove_prefix(kCursorMagic.size() + 1);
   std::string_view offset_text, first_text, failures_text;
   CursorState parsed;
   if (!TakeField(rest, "offset", offset_text) || !ParseInt(offset_text, parsed.offset)) {
-    return "cursor offset missing or invalid";
+    return Corrupt("cursor offset missing or invalid");
   }
-  if (!TakeField(rest, "first_failure_ms", first_text)) return "cursor first_failure_ms missing";
+  if (!TakeField(rest, "first_failure_ms", first_text)) return Corrupt("cursor first_failure_ms missing");
   if (first_text != "-") {
     std::int64_t ms = 0;
-    if (!ParseInt(first_text, ms)) return "cursor first_failure_ms invalid";
+    if (!ParseInt(first_text, ms)) return Corrupt("cursor first_failure_ms invalid");
     parsed.first_failure = spool_io::FromUnixMs(ms);
   }
   if (!TakeField(rest, "failures", failures_text) ||
       !ParseInt(failures_text, parsed.failures)) {
-    return "cursor failures missing or invalid";
+    return Corrupt("cursor failures missing or invalid");
   }
-  if (!rest.empty()) return "cursor record has trailing fields";
+  if (!rest.empty()) return Corrupt("cursor record has trailing fields");
   out.offset = parsed.offset;
   out.first_failure = parsed.first_failure;
   out.failures = parsed.failures;
-  return std::nullopt;
+  return OkStatus();
 }
 
-// Checks that `offset` is within the partition and at a line start.
-std::optional<std::string> CheckOffsetAgainst(const fs::path& partition, std::uint64_t offset,
-                                              bool& partition_missing) {
-  partition_missing = false;
-  const int fd = ::open(partition.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    partition_missing = true;
-    return "cannot open partition " + partition.string() + ": " +
-           std::error_code(errno, std::generic_category()).message();
+// Checks that `offset` is within the partition and at a line start. Returns OK, kCorrupt
+// when the offset is wrong for this partition, or kIo/kNotFound when the partition
+// cannot be read (the message names it).
+Status CheckOffsetAgainst(const fs::path& partition, std::uint64_t offset) {
+  Result<internal::FileReader> file = internal::FileReader::Open(partition);
+  if (!file.ok()) {
+    if (file.status().code() != StatusCode::kNotFound) return std::move(file).status();
+    return Status(StatusCode::kNotFound, "cannot open partition " + partition.string() +
+                                             ": " + std::strerror(ENOENT));
   }
-  std::optional<std::string> problem;
-  struct stat st {};
-  if (::fstat(fd, &st) != 0) {
-    partition_missing = true;
-    problem = "cannot stat partition " + partition.string();
-  } else if (offset > static_cast<std::uint64_t>(st.st_size)) {
-    problem = "cursor offset " + std::to_string(offset) + " is beyond the partition size " +
-              std::to_string(st.st_size);
-  } else if (offset > 0) {
-    char prev = 0;
-    ssize_t n;
-    do {
-      n = ::pread(fd, &prev, 1, static_cast<off_t>(offset - 1));
-    } while (n < 0 && errno == EINTR);
-    if (n != 1) {
-      partition_missing = true;
-      problem = "cannot read partition " + partition.string();
-    } else if (prev != '\n') {
-      problem = "cursor offset " + std::to_string(offset) + " is not at a line start";
-    }
+  Result<internal::FileInfo> info = file->Stat();
+  if (!info.ok()) return std::move(info).status();
+  if (offset > info->size) {
+    return Status(StatusCode::kCorrupt, "cursor offset " + std::to_string(offset) +
+                                            " is beyond the partition size " +
+                                            std::to_string(info->size));
   }
-  ::close(fd);
-  return problem;
+  Result<bool> at_line_start = file->AtLineStart(offset);
+  if (!at_line_start.ok()) return std::move(at_line_start).status();
+  if (!*at_line_start) {
+    return Status(StatusCode::kCorrupt,
+                  "cursor offset " + std::to_string(offset) + " is not at a line start");
+  }
+  return OkStatus();
 }
 
 }  // namespace
-
-std::string_view to_string(SpoolErrc code) noexcept {
-  switch (code) {
-    case SpoolErrc::kOk: return "ok";
-    case SpoolErrc::kInvalidName: return "invalid name";
-    case SpoolErrc::kInvalidArgument: return "invalid argument";
-    case SpoolErrc::kNotFound: return "not found";
-    case SpoolErrc::kCorrupt: return "corrupt";
-    case SpoolErrc::kIo: return "i/o error";
-  }
-  return "unknown";
-}
 
 std::string_view to_string(CursorStatus status) noexcept {
   switch (status) {
@@ -165,7 +146,7 @@ std::string_view to_string(CursorStatus status) noexcept {
   return "unknown";
 }
 
-SpoolStatus ValidatePartitionName(std::string_view name) {
+Status ValidatePartitionName(std::string_view name) {
   // Names become file names: keep them to a portable, shell-safe alphabet with no
   // path separators and no hidden or "."/".." entries. @ref LLP 0020#names
   auto bad = [&](std::string_view why) {
@@ -173,8 +154,8 @@ SpoolStatus ValidatePartitionName(std::string_view name) {
     for (char& c : shown) {
       if (!NameChar(c)) c = '?';
     }
-    return SpoolStatus{SpoolErrc::kInvalidName,
-                       "invalid partition name \"" + shown + "\": " + std::string(why)};
+    return Status(StatusCode::kInvalidName,
+                       "invalid partition name \"" + shown + "\": " + std::string(why));
   };
   if (name.empty()) return bad("empty");
   if (name.size() > kMaxPartitionNameLength) {
@@ -187,8 +168,8 @@ SpoolStatus ValidatePartitionName(std::string_view name) {
   return {};
 }
 
-SpoolResult<Spool> Spool::Open(fs::path dir) {
-  if (dir.empty()) return SpoolStatus{SpoolErrc::kInvalidArgument, "empty spool path"};
+Result<Spool> Spool::Open(fs::path dir) {
+  if (dir.empty()) return Status(StatusCode::kInvalidArgument, "empty spool path");
   Spool spool(dir);
   for (const fs::path& sub : {spool.dir_, spool.ready_dir(), spool.state_dir(),
                               spool.dead_dir(), spool.incoming_dir()}) {
@@ -196,7 +177,7 @@ SpoolResult<Spool> Spool::Open(fs::path dir) {
     fs::create_directories(sub, ec);
     if (ec) return spool_io::IoError("cannot create spool folder", sub, ec);
     if (!fs::is_directory(sub, ec)) {
-      return SpoolStatus{SpoolErrc::kIo, "spool path " + sub.string() + " is not a folder"};
+      return Status(StatusCode::kIo, "spool path " + sub.string() + " is not a folder");
     }
   }
   return spool;
@@ -210,7 +191,7 @@ fs::path Spool::CursorPath(std::string_view name) const {
   return state_dir() / (std::string(name) + std::string(kCursorExt));
 }
 
-SpoolResult<std::vector<ReadyPartition>> Spool::ListReady() const {
+Result<std::vector<ReadyPartition>> Spool::ListReady() const {
   std::vector<ReadyPartition> out;
   std::error_code ec;
   fs::directory_iterator it(ready_dir(), ec);
@@ -220,7 +201,7 @@ SpoolResult<std::vector<ReadyPartition>> Spool::ListReady() const {
     const std::string file = it->path().filename().string();
     if (file.size() <= kPartitionExt.size() || !file.ends_with(kPartitionExt)) continue;
     std::string name = file.substr(0, file.size() - kPartitionExt.size());
-    if (!ValidatePartitionName(name)) continue;
+    if (!ValidatePartitionName(name).ok()) continue;
     std::error_code fec;
     if (!it->is_regular_file(fec) || fec) continue;
     const std::uintmax_t size = it->file_size(fec);
@@ -235,116 +216,104 @@ SpoolResult<std::vector<ReadyPartition>> Spool::ListReady() const {
 
 CursorState Spool::LoadCursor(std::string_view name) const {
   CursorState state;
-  if (SpoolStatus st = ValidatePartitionName(name); !st) {
+  if (Status st = ValidatePartitionName(name); !st.ok()) {
     state.status = CursorStatus::kError;
-    state.message = st.message;
+    state.message = st.message();
     return state;
   }
   const fs::path path = CursorPath(name);
-  SpoolResult<std::string> text = spool_io::ReadSmallFile(path, kMaxCursorFileBytes);
+  Result<std::string> text = spool_io::ReadSmallFile(path, kMaxCursorFileBytes);
   if (!text) {
-    if (text.status().code == SpoolErrc::kNotFound) {
+    if (text.status().code() == StatusCode::kNotFound) {
       state.status = CursorStatus::kMissing;
-    } else if (text.status().code == SpoolErrc::kCorrupt) {
+    } else if (text.status().code() == StatusCode::kCorrupt) {
       state.status = CursorStatus::kCorrupt;
-      state.message = text.status().message;
+      state.message = text.status().message();
     } else {
       state.status = CursorStatus::kError;
-      state.message = text.status().message;
+      state.message = text.status().message();
     }
     return state;
   }
   CursorState parsed;
-  if (std::optional<std::string> why = ParseCursorRecord(text.value(), parsed)) {
+  if (Status why = ParseCursorRecord(text.value(), parsed); !why.ok()) {
     // Torn or garbage: nothing in it can be trusted. Resending from 0 is safe because
     // chunk keys are byte ranges of the same partition. @ref LLP 0020#corrupt-cursor
     state.status = CursorStatus::kCorrupt;
-    state.message = path.string() + ": " + *why;
+    state.message = path.string() + ": " + why.message();
     return state;
   }
-  bool partition_missing = false;
-  if (std::optional<std::string> why =
-          CheckOffsetAgainst(PartitionPath(name), parsed.offset, partition_missing)) {
-    if (partition_missing) {
+  if (Status why = CheckOffsetAgainst(PartitionPath(name), parsed.offset); !why.ok()) {
+    if (why.code() != StatusCode::kCorrupt) {
       state.status = CursorStatus::kError;
-      state.message = *why;
+      state.message = why.message();
       return state;
     }
     // The checksum held, so the failure history is genuine; only the offset is not.
     parsed.offset = 0;
     parsed.status = CursorStatus::kCorrupt;
-    parsed.message = path.string() + ": " + *why;
+    parsed.message = path.string() + ": " + why.message();
     return parsed;
   }
   parsed.status = CursorStatus::kOk;
   return parsed;
 }
 
-SpoolStatus Spool::WriteCursor(std::string_view name, const CursorState& state) {
+Status Spool::UpdateCursor(std::string_view name,
+                           const std::function<void(CursorState&)>& change) {
+  if (Status st = ValidatePartitionName(name); !st.ok()) return st;
+  CursorState state;
+  // Keep what the record says; an unreadable record simply starts a fresh one.
+  if (Result<std::string> text = spool_io::ReadSmallFile(CursorPath(name),
+                                                         kMaxCursorFileBytes)) {
+    (void)ParseCursorRecord(text.value(), state);
+  }
+  change(state);
   // @ref LLP 0020#atomic-writes
   return spool_io::WriteFileAtomic(CursorPath(name), FormatCursorRecord(state));
 }
 
-SpoolStatus Spool::SaveCursor(std::string_view name, std::uint64_t offset) {
-  if (SpoolStatus st = ValidatePartitionName(name); !st) return st;
-  CursorState state;
-  // Keep the failure history; an unreadable record simply starts a fresh one.
-  if (SpoolResult<std::string> text = spool_io::ReadSmallFile(CursorPath(name),
-                                                              kMaxCursorFileBytes)) {
-    (void)ParseCursorRecord(text.value(), state);
-  }
-  state.offset = offset;
-  return WriteCursor(name, state);
+Status Spool::SaveCursor(std::string_view name, std::uint64_t offset) {
+  return UpdateCursor(name, [offset](CursorState& state) { state.offset = offset; });
 }
 
-SpoolStatus Spool::RecordFailure(std::string_view name,
-                                 std::chrono::system_clock::time_point now) {
-  if (SpoolStatus st = ValidatePartitionName(name); !st) return st;
-  CursorState state;
-  if (SpoolResult<std::string> text = spool_io::ReadSmallFile(CursorPath(name),
-                                                              kMaxCursorFileBytes)) {
-    (void)ParseCursorRecord(text.value(), state);
-  }
-  // The give-up horizon runs from the first failure: a later failure, or progress in
-  // between, must not push it back. @ref LLP 0020#failure-horizon
-  if (!state.first_failure) state.first_failure = now;
-  if (state.failures < UINT32_MAX) ++state.failures;
-  return WriteCursor(name, state);
+Status Spool::RecordFailure(std::string_view name, std::chrono::system_clock::time_point now) {
+  return UpdateCursor(name, [now](CursorState& state) {
+    // The give-up horizon runs from the first failure: a later failure, or progress in
+    // between, must not push it back. @ref LLP 0020#failure-horizon
+    if (!state.first_failure) state.first_failure = now;
+    if (state.failures < UINT32_MAX) ++state.failures;
+  });
 }
 
-SpoolStatus Spool::ClearFailures(std::string_view name) {
-  if (SpoolStatus st = ValidatePartitionName(name); !st) return st;
-  CursorState state;
-  if (SpoolResult<std::string> text = spool_io::ReadSmallFile(CursorPath(name),
-                                                              kMaxCursorFileBytes)) {
-    (void)ParseCursorRecord(text.value(), state);
-  }
-  // Progress restarts the give-up horizon: keep the offset, forget the failures.
-  // @ref LLP 0020#failure-horizon
-  state.first_failure.reset();
-  state.failures = 0;
-  return WriteCursor(name, state);
+Status Spool::ClearFailures(std::string_view name) {
+  return UpdateCursor(name, [](CursorState& state) {
+    // Progress restarts the give-up horizon: keep the offset, forget the failures.
+    // @ref LLP 0020#failure-horizon
+    state.first_failure.reset();
+    state.failures = 0;
+  });
 }
 
-SpoolStatus Spool::MarkDelivered(std::string_view name) {
-  if (SpoolStatus st = ValidatePartitionName(name); !st) return st;
-  SpoolStatus result;
+Status Spool::MarkDelivered(std::string_view name) {
+  if (Status st = ValidatePartitionName(name); !st.ok()) return st;
+  Status result;
   const fs::path partition = PartitionPath(name);
   std::error_code ec;
   if (!fs::remove(partition, ec)) {
     result = ec ? spool_io::IoError("cannot remove partition", partition, ec)
-                : SpoolStatus{SpoolErrc::kNotFound, "no partition " + partition.string()};
+                : Status(StatusCode::kNotFound, "no partition " + partition.string());
   }
   // The cursor goes after the partition: a crash in between leaves an orphan cursor,
   // never a partition without its cursor (which would be re-sent from 0).
   const fs::path cursor = CursorPath(name);
   const bool had_cursor = fs::remove(cursor, ec);
   if (ec && result.ok()) result = spool_io::IoError("cannot remove cursor", cursor, ec);
-  if (SpoolStatus st = spool_io::FsyncDir(ready_dir()); !st && result.ok()) result = st;
+  if (Status st = spool_io::FsyncDir(ready_dir()); !st.ok() && result.ok()) result = st;
   // state/ changed only if there was a cursor to remove (a one-chunk partition never
   // has one: the driver does not save the cursor of a partition's final chunk).
   if (had_cursor) {
-    if (SpoolStatus st = spool_io::FsyncDir(state_dir()); !st && result.ok()) result = st;
+    if (Status st = spool_io::FsyncDir(state_dir()); !st.ok() && result.ok()) result = st;
   }
   return result;
 }

@@ -1,5 +1,7 @@
 #include "spool_io.h"
 
+#include "file_reader.h"
+
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -36,25 +38,20 @@ int CloseRetryFree(int fd) {
 
 }  // namespace
 
-SpoolStatus IoError(std::string_view what, const fs::path& path, int err) {
-  std::string msg(what);
-  msg += " ";
-  msg += path.string();
-  msg += ": ";
-  msg += std::strerror(err);
-  return SpoolStatus{SpoolErrc::kIo, std::move(msg)};
+Status IoError(std::string_view what, const fs::path& path, int err) {
+  return internal::IoError(what, path, err);
 }
 
-SpoolStatus IoError(std::string_view what, const fs::path& path, const std::error_code& ec) {
+Status IoError(std::string_view what, const fs::path& path, const std::error_code& ec) {
   std::string msg(what);
   msg += " ";
   msg += path.string();
   msg += ": ";
   msg += ec.message();
-  return SpoolStatus{SpoolErrc::kIo, std::move(msg)};
+  return Status(StatusCode::kIo, std::move(msg));
 }
 
-SpoolStatus FsyncDir(const fs::path& dir) {
+Status FsyncDir(const fs::path& dir) {
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0) return IoError("cannot open folder", dir, errno);
   const int rc = ::fsync(fd);
@@ -78,7 +75,7 @@ TempFile& TempFile::operator=(TempFile&& other) noexcept {
 
 TempFile::~TempFile() { Abandon(); }
 
-SpoolStatus TempFile::Create(fs::path temp_path) {
+Status TempFile::Create(fs::path temp_path) {
   Abandon();
   const int fd = ::open(temp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return IoError("cannot create", temp_path, errno);
@@ -87,8 +84,8 @@ SpoolStatus TempFile::Create(fs::path temp_path) {
   return {};
 }
 
-SpoolStatus TempFile::Write(std::string_view data) {
-  if (fd_ < 0) return SpoolStatus{SpoolErrc::kIo, "write to a closed temp file"};
+Status TempFile::Write(std::string_view data) {
+  if (fd_ < 0) return Status(StatusCode::kIo, "write to a closed temp file");
   while (!data.empty()) {
     const ssize_t n = ::write(fd_, data.data(), data.size());
     if (n < 0) {
@@ -100,30 +97,30 @@ SpoolStatus TempFile::Write(std::string_view data) {
   return {};
 }
 
-SpoolStatus TempFile::Commit(const fs::path& final_path) {
-  if (fd_ < 0) return SpoolStatus{SpoolErrc::kIo, "commit of a closed temp file"};
+Status TempFile::Commit(const fs::path& final_path) {
+  if (fd_ < 0) return Status(StatusCode::kIo, "commit of a closed temp file");
   // Data first, then the name: after a crash the final name holds either the old
   // content or the complete new one, never a torn file. @ref LLP 0020#atomic-writes
   if (::fsync(fd_) != 0) {
-    SpoolStatus st = IoError("cannot fsync", temp_, errno);
+    Status st = IoError("cannot fsync", temp_, errno);
     Abandon();
     return st;
   }
   const int fd = std::exchange(fd_, -1);
   if (CloseRetryFree(fd) != 0) {
-    SpoolStatus st = IoError("cannot close", temp_, errno);
+    Status st = IoError("cannot close", temp_, errno);
     ::unlink(temp_.c_str());
     return st;
   }
   if (::rename(temp_.c_str(), final_path.c_str()) != 0) {
-    SpoolStatus st = IoError("cannot rename " + temp_.string() + " to", final_path, errno);
+    Status st = IoError("cannot rename " + temp_.string() + " to", final_path, errno);
     ::unlink(temp_.c_str());
     return st;
   }
   const fs::path from_dir = temp_.parent_path();
   const fs::path to_dir = final_path.parent_path();
   temp_.clear();
-  if (SpoolStatus st = FsyncDir(to_dir); !st) return st;
+  if (Status st = FsyncDir(to_dir); !st.ok()) return st;
   if (from_dir != to_dir) return FsyncDir(from_dir);
   return {};
 }
@@ -136,44 +133,33 @@ void TempFile::Abandon() noexcept {
   temp_.clear();
 }
 
-SpoolStatus WriteFileAtomic(const fs::path& final_path, std::string_view data) {
+Status WriteFileAtomic(const fs::path& final_path, std::string_view data) {
   // Built with append(): GCC 12 -O3 reports a false -Wrestrict on "." + s + ".tmp".
   std::string temp_name = ".";
   temp_name.append(final_path.filename().string()).append(".tmp");
   fs::path temp = final_path.parent_path() / temp_name;
   TempFile file;
-  if (SpoolStatus st = file.Create(std::move(temp)); !st) return st;
-  if (SpoolStatus st = file.Write(data); !st) return st;
+  if (Status st = file.Create(std::move(temp)); !st.ok()) return st;
+  if (Status st = file.Write(data); !st.ok()) return st;
   return file.Commit(final_path);
 }
 
-SpoolResult<std::string> ReadSmallFile(const fs::path& path, std::size_t max_bytes) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    const int err = errno;
-    if (err == ENOENT) return SpoolStatus{SpoolErrc::kNotFound, "no such file " + path.string()};
-    return IoError("cannot open", path, err);
-  }
+Result<std::string> ReadSmallFile(const fs::path& path, std::size_t max_bytes) {
+  Result<internal::FileReader> file = internal::FileReader::Open(path);
+  if (!file.ok()) return std::move(file).status();
   std::string out;
   char buf[4096];
   for (;;) {
-    const ssize_t n = ::read(fd, buf, sizeof buf);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      SpoolStatus st = IoError("cannot read", path, errno);
-      CloseRetryFree(fd);
-      return st;
-    }
-    if (n == 0) break;
-    out.append(buf, static_cast<std::size_t>(n));
+    Result<std::size_t> n = file->ReadAt(out.size(), buf, sizeof buf);
+    if (!n.ok()) return std::move(n).status();
+    if (*n == 0) break;
+    out.append(buf, *n);
     if (out.size() > max_bytes) {
-      CloseRetryFree(fd);
-      return SpoolStatus{SpoolErrc::kCorrupt,
-                         path.string() + " is larger than " + std::to_string(max_bytes) +
-                             " bytes"};
+      return Status(StatusCode::kCorrupt,
+                    path.string() + " is larger than " + std::to_string(max_bytes) + " bytes");
     }
+    if (*n < sizeof buf) break;  // ReadAt only stops short at the end of the file
   }
-  CloseRetryFree(fd);
   return out;
 }
 
@@ -193,47 +179,6 @@ std::chrono::system_clock::time_point FromUnixMs(std::int64_t ms) noexcept {
   return std::chrono::system_clock::time_point(
       std::chrono::duration_cast<std::chrono::system_clock::duration>(
           std::chrono::milliseconds(ms)));
-}
-
-namespace {
-
-struct UtcParts {
-  std::tm tm{};
-  int millis = 0;
-};
-
-UtcParts SplitUtc(std::chrono::system_clock::time_point t) {
-  const std::int64_t ms = ToUnixMs(t);
-  // Floor division so times before 1970 still format sensibly.
-  std::int64_t secs = ms / 1000;
-  std::int64_t rem = ms % 1000;
-  if (rem < 0) {
-    rem += 1000;
-    --secs;
-  }
-  UtcParts p;
-  const std::time_t tt = static_cast<std::time_t>(secs);
-  gmtime_r(&tt, &p.tm);
-  p.millis = static_cast<int>(rem);
-  return p;
-}
-
-}  // namespace
-
-std::string FormatRfc3339Ms(std::chrono::system_clock::time_point t) {
-  const UtcParts p = SplitUtc(t);
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", p.tm.tm_year + 1900,
-                p.tm.tm_mon + 1, p.tm.tm_mday, p.tm.tm_hour, p.tm.tm_min, p.tm.tm_sec, p.millis);
-  return buf;
-}
-
-std::string FormatCompactUtcMs(std::chrono::system_clock::time_point t) {
-  const UtcParts p = SplitUtc(t);
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%04d%02d%02dT%02d%02d%02d.%03dZ", p.tm.tm_year + 1900,
-                p.tm.tm_mon + 1, p.tm.tm_mday, p.tm.tm_hour, p.tm.tm_min, p.tm.tm_sec, p.millis);
-  return buf;
 }
 
 }  // namespace fwdsink::spool_io

@@ -16,13 +16,18 @@
 namespace fwdsink::spool_io {
 
 // Returns a kIo status "<what> <path>: <strerror(err)>".
-[[nodiscard]] SpoolStatus IoError(std::string_view what, const std::filesystem::path& path,
+[[nodiscard]] Status IoError(std::string_view what, const std::filesystem::path& path,
                                   int err);
-[[nodiscard]] SpoolStatus IoError(std::string_view what, const std::filesystem::path& path,
+[[nodiscard]] Status IoError(std::string_view what, const std::filesystem::path& path,
                                   const std::error_code& ec);
 
+// Returns `status` with its code and field kept and its message replaced.
+[[nodiscard]] inline Status Reworded(const Status& status, std::string message) {
+  return Status(status.code(), std::move(message), status.field());
+}
+
 // Flushes a directory's entries (the renames and unlinks in it) to disk.
-[[nodiscard]] SpoolStatus FsyncDir(const std::filesystem::path& dir);
+[[nodiscard]] Status FsyncDir(const std::filesystem::path& dir);
 
 // A file being written under a temporary name, made durable and visible under its
 // final name by Commit(). Destroying an uncommitted TempFile removes the temp file.
@@ -36,10 +41,10 @@ class TempFile {
   ~TempFile();
 
   // Creates (truncating) `temp_path` for writing.
-  [[nodiscard]] SpoolStatus Create(std::filesystem::path temp_path);
-  [[nodiscard]] SpoolStatus Write(std::string_view data);
+  [[nodiscard]] Status Create(std::filesystem::path temp_path);
+  [[nodiscard]] Status Write(std::string_view data);
   // fsyncs and closes the file, renames it to `final_path` and fsyncs the folder(s).
-  [[nodiscard]] SpoolStatus Commit(const std::filesystem::path& final_path);
+  [[nodiscard]] Status Commit(const std::filesystem::path& final_path);
   // Closes and removes the temp file (no-op when nothing is open).
   void Abandon() noexcept;
 
@@ -52,11 +57,11 @@ class TempFile {
 };
 
 // Writes `data` to `final_path` atomically through a dotfile temp in the same folder.
-[[nodiscard]] SpoolStatus WriteFileAtomic(const std::filesystem::path& final_path,
+[[nodiscard]] Status WriteFileAtomic(const std::filesystem::path& final_path,
                                           std::string_view data);
 
 // Reads a whole (small) file. kNotFound if it does not exist.
-[[nodiscard]] SpoolResult<std::string> ReadSmallFile(const std::filesystem::path& path,
+[[nodiscard]] Result<std::string> ReadSmallFile(const std::filesystem::path& path,
                                                      std::size_t max_bytes);
 
 // CRC-32 (IEEE 802.3, the zlib/PNG polynomial).
@@ -66,10 +71,8 @@ class TempFile {
 [[nodiscard]] std::int64_t ToUnixMs(std::chrono::system_clock::time_point t) noexcept;
 [[nodiscard]] std::chrono::system_clock::time_point FromUnixMs(std::int64_t ms) noexcept;
 
-// "2026-11-30T10:21:24.123Z" (RFC 3339, UTC, milliseconds).
-[[nodiscard]] std::string FormatRfc3339Ms(std::chrono::system_clock::time_point t);
-
-// "20261130T102124.123Z": sortable, file-name safe.
+// "20261130T102124.123Z": sortable, file-name safe. (Defined in time_format.cc, beside
+// FormatRfc3339, with which it shares the UTC split.)
 [[nodiscard]] std::string FormatCompactUtcMs(std::chrono::system_clock::time_point t);
 
 }  // namespace fwdsink::spool_io

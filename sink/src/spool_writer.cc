@@ -37,21 +37,21 @@ struct SpoolWriter::Partition {
   std::chrono::steady_clock::time_point opened_at;
 };
 
-SpoolResult<SpoolWriter> SpoolWriter::Open(fs::path spool_dir, SpoolWriterOptions options) {
+Result<SpoolWriter> SpoolWriter::Open(fs::path spool_dir, SpoolWriterOptions options) {
   if (options.max_bytes == 0) {
-    return SpoolStatus{SpoolErrc::kInvalidArgument, "SpoolWriterOptions.max_bytes must be > 0"};
+    return Status(StatusCode::kInvalidArgument, "SpoolWriterOptions.max_bytes must be > 0");
   }
   if (options.max_age <= std::chrono::steady_clock::duration::zero()) {
-    return SpoolStatus{SpoolErrc::kInvalidArgument, "SpoolWriterOptions.max_age must be > 0"};
+    return Status(StatusCode::kInvalidArgument, "SpoolWriterOptions.max_age must be > 0");
   }
   if (!options.now) {
-    return SpoolStatus{SpoolErrc::kInvalidArgument, "SpoolWriterOptions.now is empty"};
+    return Status(StatusCode::kInvalidArgument, "SpoolWriterOptions.now is empty");
   }
   if (!options.wall_now) {
-    return SpoolStatus{SpoolErrc::kInvalidArgument, "SpoolWriterOptions.wall_now is empty"};
+    return Status(StatusCode::kInvalidArgument, "SpoolWriterOptions.wall_now is empty");
   }
   // Spool::Open creates the folders with error messages that name them.
-  SpoolResult<Spool> spool = Spool::Open(spool_dir);
+  Result<Spool> spool = Spool::Open(spool_dir);
   if (!spool) return spool.status();
   return SpoolWriter(std::move(spool_dir), std::move(options));
 }
@@ -78,48 +78,48 @@ SpoolWriter::~SpoolWriter() {
   if (open_) (void)Seal();
 }
 
-SpoolStatus SpoolWriter::Append(std::string_view row) {
+Status SpoolWriter::Append(std::string_view row) {
   if (!row.empty() && row.back() == '\n') row.remove_suffix(1);
-  if (row.empty()) return SpoolStatus{SpoolErrc::kInvalidArgument, "empty row"};
+  if (row.empty()) return Status(StatusCode::kInvalidArgument, "empty row");
   if (row.find('\n') != std::string_view::npos) {
     // One row is one line: an embedded newline would split it into two rows that
     // the receiver would parse separately.
-    return SpoolStatus{SpoolErrc::kInvalidArgument, "row contains an embedded newline"};
+    return Status(StatusCode::kInvalidArgument, "row contains an embedded newline");
   }
   const std::uint64_t line_bytes = row.size() + 1;
   if (open_ && (open_->bytes + line_bytes > options_.max_bytes ||
                 options_.now() - open_->opened_at >= options_.max_age)) {
-    if (SpoolResult<std::optional<std::string>> r = Seal(); !r) return r.status();
+    if (Result<std::optional<std::string>> r = Seal(); !r) return r.status();
   }
   if (!open_) {
-    if (SpoolStatus st = StartPartition(); !st) return st;
+    if (Status st = StartPartition(); !st.ok()) return st;
   }
   open_->buffer.append(row);
   open_->buffer.push_back('\n');
   open_->bytes += line_bytes;
   if (open_->buffer.size() >= kWriteBuffer) {
-    if (SpoolStatus st = Flush(); !st) return st;
+    if (Status st = Flush(); !st.ok()) return st;
   }
   if (open_->bytes >= options_.max_bytes) {
-    if (SpoolResult<std::optional<std::string>> r = Seal(); !r) return r.status();
+    if (Result<std::optional<std::string>> r = Seal(); !r) return r.status();
   }
   return {};
 }
 
-SpoolStatus SpoolWriter::Poll() {
+Status SpoolWriter::Poll() {
   if (open_ && options_.now() - open_->opened_at >= options_.max_age) {
-    if (SpoolResult<std::optional<std::string>> r = Seal(); !r) return r.status();
+    if (Result<std::optional<std::string>> r = Seal(); !r) return r.status();
   }
   return {};
 }
 
-SpoolResult<std::optional<std::string>> SpoolWriter::Seal() {
+Result<std::optional<std::string>> SpoolWriter::Seal() {
   if (!open_) return std::optional<std::string>();
-  if (SpoolStatus st = Flush(); !st) return st;
+  if (Status st = Flush(); !st.ok()) return st;
   // fsync, then rename into ready/, then fsync both folders: the forwarder only ever
   // sees complete partitions. @ref LLP 0020#atomic-writes
   const fs::path final_path = dir_ / "ready" / (open_->name + ".ndjson");
-  if (SpoolStatus st = open_->file.Commit(final_path); !st) {
+  if (Status st = open_->file.Commit(final_path); !st.ok()) {
     // Commit removed the temp file; the rows are lost to the spool but the caller
     // learns it here (and keeps its own copy if it needs one).
     open_.reset();
@@ -131,11 +131,11 @@ SpoolResult<std::optional<std::string>> SpoolWriter::Seal() {
   return std::optional<std::string>(std::move(name));
 }
 
-SpoolStatus SpoolWriter::StartPartition() {
+Status SpoolWriter::StartPartition() {
   auto p = std::make_unique<Partition>();
   p->name = NewPartitionName(options_.wall_now());
-  if (SpoolStatus st = ValidatePartitionName(p->name); !st) return st;
-  if (SpoolStatus st = p->file.Create(dir_ / "incoming" / (p->name + ".ndjson.tmp")); !st) {
+  if (Status st = ValidatePartitionName(p->name); !st.ok()) return st;
+  if (Status st = p->file.Create(dir_ / "incoming" / (p->name + ".ndjson.tmp")); !st.ok()) {
     return st;
   }
   p->opened_at = options_.now();
@@ -143,14 +143,14 @@ SpoolStatus SpoolWriter::StartPartition() {
   return {};
 }
 
-SpoolStatus SpoolWriter::Flush() {
+Status SpoolWriter::Flush() {
   if (!open_ || open_->buffer.empty()) return {};
-  SpoolStatus st = open_->file.Write(open_->buffer);
+  Status st = open_->file.Write(open_->buffer);
   open_->buffer.clear();
-  if (!st) {
+  if (!st.ok()) {
     // The file may hold part of a row now; never seal it. Drop the partition and say
     // so: the caller decides whether to re-append what it had written.
-    st.message = "partition " + open_->name + " abandoned: " + st.message;
+    st = spool_io::Reworded(st, "partition " + open_->name + " abandoned: " + st.message());
     open_.reset();
   }
   return st;

@@ -202,10 +202,9 @@ std::string Endpoint::SchemeHostPort() const {
 
 // Hand-written: cpp-httplib 0.11.4 has no public URL parser, and we need the pieces
 // (path, port) separately and a precise error for the operator.
-std::optional<Endpoint> ParseEndpoint(std::string_view url, std::string* error) {
-  auto fail = [&](std::string msg) -> std::optional<Endpoint> {
-    if (error) *error = "url '" + std::string(url) + "': " + std::move(msg);
-    return std::nullopt;
+Result<Endpoint> ParseEndpoint(std::string_view url) {
+  auto fail = [&](std::string msg) -> Result<Endpoint> {
+    return Status::Config("url", "url '" + std::string(url) + "': " + std::move(msg));
   };
   Endpoint ep;
   const auto sep = url.find("://");
@@ -261,21 +260,19 @@ std::optional<Endpoint> ParseEndpoint(std::string_view url, std::string* error) 
   return ep;
 }
 
-std::unique_ptr<HttpTransport> HttpTransport::Create(std::string_view url,
-                                                     const TransportOptions& options,
-                                                     std::string* error) {
-  auto ep = ParseEndpoint(url, error);
-  if (!ep) return nullptr;
+Result<std::unique_ptr<HttpTransport>> HttpTransport::Create(std::string_view url,
+                                                             const TransportOptions& options) {
+  Result<Endpoint> ep = ParseEndpoint(url);
+  if (!ep.ok()) return std::move(ep).status();
   std::error_code ec;
   if (!options.ca_file.empty() && !std::filesystem::is_regular_file(options.ca_file, ec)) {
-    if (error) *error = "ca_file '" + options.ca_file + "' is not a readable file";
-    return nullptr;
+    return Status::Config("ca_file", "ca_file '" + options.ca_file + "' is not a readable file");
   }
   if (!options.ca_dir.empty() && !std::filesystem::is_directory(options.ca_dir, ec)) {
-    if (error) *error = "ca_dir '" + options.ca_dir + "' is not a directory";
-    return nullptr;
+    return Status::Config("ca_dir", "ca_dir '" + options.ca_dir + "' is not a directory");
   }
-  return std::make_unique<HttplibTransport>(std::move(*ep), options);
+  return std::unique_ptr<HttpTransport>(
+      std::make_unique<HttplibTransport>(std::move(*ep), options));
 }
 
 }  // namespace fwdsink

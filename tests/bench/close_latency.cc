@@ -135,13 +135,12 @@ struct RunResult {
 RunResult TimeClose(fwdsink::ForwardOptions options, const std::filesystem::path& partition,
                     const std::function<bool(const fwdsink::ForwardSink&)>& ready) {
   RunResult r;
-  fwdsink::ConfigError error;
-  auto sink = fwdsink::ForwardSink::Create(std::move(options), {}, &error);
-  if (!sink) {
-    std::fprintf(stderr, "ForwardSink::Create: %s: %s\n", error.field.c_str(),
-                 error.message.c_str());
+  auto created = fwdsink::ForwardSink::Create(std::move(options), {});
+  if (!created.ok()) {
+    std::fprintf(stderr, "ForwardSink::Create: %s\n", created.status().ToString().c_str());
     return r;
   }
+  std::unique_ptr<fwdsink::ForwardSink> sink = std::move(created).value();
   std::atomic<bool> done{false};
   Clock::time_point returned_at{};
   fwdsink::Outcome outcome = fwdsink::Outcome::kDelivered;

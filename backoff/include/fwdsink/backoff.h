@@ -13,6 +13,8 @@
 #include <string_view>
 #include <vector>
 
+#include "fwdsink/status.h"
+
 namespace fwdsink {
 
 // How a sender backs off when the server pushes back (429/503, transport errors, 5xx).
@@ -41,14 +43,9 @@ struct BackpressurePolicy {
   double jitter = 0.0;
 };
 
-// A configuration error: the offending field and what is wrong with it.
-struct ConfigError {
-  std::string field;    // e.g. "ladder[2]", "inline_budget"
-  std::string message;  // a sentence for an operator
-};
-
-// Checks a policy; returns the first bad field, or nullopt when the policy is usable.
-[[nodiscard]] std::optional<ConfigError> Validate(const BackpressurePolicy& policy);
+// Checks a policy; returns OK when it is usable, else a kInvalidConfig status naming
+// the first bad field (e.g. "ladder[2]", "inline_budget") and what is wrong with it.
+[[nodiscard]] Status Validate(const BackpressurePolicy& policy);
 
 // Where a wait came from.
 enum class WaitSource {
@@ -91,10 +88,5 @@ using UniformRandom = std::function<double()>;
                                       std::optional<std::chrono::milliseconds> retry_after,
                                       std::chrono::milliseconds elapsed,
                                       const UniformRandom& random = {});
-
-// Adds two non-negative durations, saturating at milliseconds::max() instead of
-// overflowing.
-[[nodiscard]] std::chrono::milliseconds SaturatingAdd(std::chrono::milliseconds a,
-                                                      std::chrono::milliseconds b);
 
 }  // namespace fwdsink

@@ -2,13 +2,12 @@
 //
 // Monotonic time is for intervals, budgets and deadlines; system (wall) time is used
 // only to turn an HTTP-date into a delay and to stamp records. Tests use FakeClock,
-// whose sleeps advance time instantly, so no unit test sleeps to check timing.
+// whose sleeps advance time instantly, so no unit test sleeps to check timing (it lives
+// in tests/fake_clock.h, which is not installed).
 #pragma once
 
 #include <chrono>
-#include <mutex>
 #include <stop_token>
-#include <vector>
 
 namespace fwdsink {
 
@@ -40,31 +39,5 @@ class Sleeper {
 [[nodiscard]] TimeSource& RealTimeSource();
 // A sleeper built on WaitFor() (see abortable_wait.h): a real pause that stop aborts.
 [[nodiscard]] Sleeper& RealSleeper();
-
-// A manual clock for tests. Sleeping advances both times by the slept duration and
-// records it, so code under test "waits" 300 s in no time. Thread-safe (guarded by mu_).
-class FakeClock final : public TimeSource, public Sleeper {
- public:
-  FakeClock();
-  explicit FakeClock(SystemTime system_start);
-
-  [[nodiscard]] MonotonicTime MonotonicNow() const override;
-  [[nodiscard]] SystemTime SystemNow() const override;
-  [[nodiscard]] bool SleepFor(std::chrono::milliseconds duration,
-                              std::stop_token stop) override;
-
-  // Moves both clocks forward by `d` (tests simulate request time with this).
-  void Advance(std::chrono::milliseconds d);
-  // Steps the wall clock alone (an NTP step), leaving monotonic time untouched.
-  void StepSystem(std::chrono::milliseconds d);
-  // Returns every duration passed to SleepFor, in order.
-  [[nodiscard]] std::vector<std::chrono::milliseconds> sleeps() const;
-
- private:
-  mutable std::mutex mu_;
-  MonotonicTime mono_;                           // guarded by mu_
-  SystemTime system_;                            // guarded by mu_
-  std::vector<std::chrono::milliseconds> sleeps_;  // guarded by mu_
-};
 
 }  // namespace fwdsink

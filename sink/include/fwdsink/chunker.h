@@ -10,7 +10,12 @@
 #include <string_view>
 #include <utility>
 
+#include "fwdsink/status.h"
+
 namespace fwdsink {
+namespace internal {
+class FileReader;  // sink/src/file_reader.h
+}  // namespace internal
 
 // Sizes of a chunk and of one line. A line's length counts its terminating '\n'.
 struct ChunkerOptions {
@@ -22,8 +27,9 @@ struct ChunkerOptions {
   std::size_t max_line_bytes = std::size_t{16} << 20;
 };
 
-// Checks `options`; returns a message naming the offending field, or nullopt if valid.
-[[nodiscard]] std::optional<std::string> Validate(const ChunkerOptions& options);
+// Checks `options`; returns OK, or a kInvalidConfig status naming the offending field
+// ("chunk_bytes", "max_line_bytes") in field() and in its message.
+[[nodiscard]] Status Validate(const ChunkerOptions& options);
 
 // A run of whole lines [begin, end) of a partition file; `body` holds exactly those bytes.
 struct Chunk {
@@ -103,7 +109,7 @@ class Chunker {
 
   std::filesystem::path path_;
   ChunkerOptions options_;
-  int fd_ = -1;
+  std::unique_ptr<internal::FileReader> file_;  // null when closed or failed
   std::uint64_t file_size_ = 0;
   std::uint64_t offset_ = 0;  // start of the next chunk
 

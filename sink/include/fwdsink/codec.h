@@ -7,6 +7,8 @@
 #include <string>
 #include <string_view>
 
+#include "fwdsink/status.h"
+
 namespace fwdsink {
 
 enum class Compression { kIdentity, kZstd };
@@ -19,10 +21,10 @@ enum class Compression { kIdentity, kZstd };
 // Default zstd level: level 1 is what the CPU budget in DESIGN.md is measured against.
 inline constexpr int kDefaultZstdLevel = 1;
 
-// Checks a zstd compression level; returns a message naming the field ("zstd_level")
-// when it is outside the range libzstd accepts, nullopt when valid. 0 means zstd's
-// own default level.
-[[nodiscard]] std::optional<std::string> ValidateZstdLevel(int level);
+// Checks a zstd compression level; returns a kInvalidConfig status with field
+// "zstd_level" when it is outside the range libzstd accepts, OK when valid. 0 means
+// zstd's own default level.
+[[nodiscard]] Status ValidateZstdLevel(int level);
 
 // Compresses chunk bodies for the wire. With kZstd every Encode() yields one complete
 // zstd frame that records the content size and carries a checksum; one compression
@@ -62,13 +64,5 @@ class Encoder {
   bool ok_ = true;
   std::string error_;
 };
-
-// Decodes one or more concatenated zstd frames from `in` into `out` (replaced), never
-// producing more than `max_out` bytes: input that would inflate past it fails instead
-// (a frame that declares a larger size is refused before any allocation). Returns false,
-// with `out` empty and `*error` set if given, on a corrupt, truncated or oversize input.
-// Meant for tests, tools and the reference receiver. Thread-safe (no shared state).
-[[nodiscard]] bool DecodeZstd(std::string_view in, std::string& out, std::size_t max_out,
-                              std::string* error = nullptr);
 
 }  // namespace fwdsink

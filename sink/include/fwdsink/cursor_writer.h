@@ -37,7 +37,7 @@ class CursorWriter {
   void WaitIdle();
   // Waits like WaitIdle(), then returns the first error since the last Flush, or an ok
   // status, and clears it.
-  [[nodiscard]] SpoolStatus Flush();
+  [[nodiscard]] Status Flush();
 
  private:
   void Loop();
@@ -48,7 +48,7 @@ class CursorWriter {
   std::optional<std::pair<std::string, std::uint64_t>> queued_;  // guarded by mu_
   bool busy_ = false;                                            // guarded by mu_
   bool stopping_ = false;                                        // guarded by mu_
-  SpoolStatus error_;                                            // guarded by mu_
+  Status error_;                                            // guarded by mu_
   std::thread thread_;  // last: starts after everything above is initialised
 };
 

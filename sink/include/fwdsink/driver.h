@@ -33,8 +33,9 @@ struct DriverOptions {
       std::chrono::seconds{30}, std::chrono::seconds{60}};
 };
 
-// Checks the options; names the bad field ("spool_dir", "horizon", "forward.url", ...).
-[[nodiscard]] std::optional<ConfigError> Validate(const DriverOptions& options);
+// Checks the options; returns OK, or a kInvalidConfig status naming the bad field
+// ("spool_dir", "horizon", "forward.url", ...).
+[[nodiscard]] Status Validate(const DriverOptions& options);
 
 // What one tick did.
 struct TickReport {
@@ -68,8 +69,10 @@ struct TickReport {
 // any thread.
 class Driver {
  public:
-  [[nodiscard]] static std::unique_ptr<Driver> Create(DriverOptions options, ForwardDeps deps,
-                                                      ConfigError* error);
+  // Creates a driver; returns a kInvalidConfig status naming the field ("spool_dir",
+  // "forward.url", ...) when the options do not validate or the spool cannot be opened.
+  [[nodiscard]] static Result<std::unique_ptr<Driver>> Create(DriverOptions options,
+                                                              ForwardDeps deps);
   ~Driver();
 
   // Forwards ready partitions oldest first, once each. A partition whose chunk

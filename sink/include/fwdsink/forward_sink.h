@@ -18,6 +18,7 @@
 #include "fwdsink/clock.h"
 #include "fwdsink/codec.h"
 #include "fwdsink/gate.h"
+#include "fwdsink/status.h"
 #include "fwdsink/telemetry.h"
 #include "fwdsink/transport.h"
 
@@ -37,9 +38,9 @@ struct ForwardOptions {
   std::string label = "fwdsink";
 };
 
-// Checks every field; returns the first bad one by name ("url", "chunker.chunk_bytes",
-// "backpressure.ladder[1]", "zstd_level", ...), or nullopt.
-[[nodiscard]] std::optional<ConfigError> Validate(const ForwardOptions& options);
+// Checks every field; returns OK, or a kInvalidConfig status naming the first bad one
+// in field() ("url", "chunker.chunk_bytes", "backpressure.ladder[1]", "zstd_level", ...).
+[[nodiscard]] Status Validate(const ForwardOptions& options);
 
 // Supplies bearer tokens. Called with force_refresh=false before the first request and
 // with true after a 401; returns nullopt when no token is available. Called on the
@@ -122,11 +123,10 @@ struct ForwardDeps {
 // driver's job, through the ack callback and the outcome).
 class ForwardSink {
  public:
-  // Creates a sink; returns nullptr and sets `error` when the options do not validate
-  // or the URL/TLS settings are unusable.
-  [[nodiscard]] static std::unique_ptr<ForwardSink> Create(ForwardOptions options,
-                                                           ForwardDeps deps,
-                                                           ConfigError* error);
+  // Creates a sink; returns a kInvalidConfig status naming the field when the options
+  // do not validate or the URL/TLS settings are unusable ("transport.ca_file").
+  [[nodiscard]] static Result<std::unique_ptr<ForwardSink>> Create(ForwardOptions options,
+                                                                   ForwardDeps deps);
   ~ForwardSink();
   ForwardSink(const ForwardSink&) = delete;
   ForwardSink& operator=(const ForwardSink&) = delete;

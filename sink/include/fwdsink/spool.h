@@ -13,6 +13,7 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,6 +21,7 @@
 #include <vector>
 
 #include "fwdsink/dead_letters.h"
+#include "fwdsink/status.h"
 
 namespace fwdsink {
 
@@ -27,56 +29,13 @@ namespace fwdsink {
 // 255-byte limit even with the dead-letter and requeue suffixes appended).
 inline constexpr std::size_t kMaxPartitionNameLength = 200;
 
-// What went wrong in a spool operation.
-enum class SpoolErrc {
-  kOk,
-  kInvalidName,      // a partition or dead-letter name failed validation
-  kInvalidArgument,  // e.g. a byte range that is empty or reversed, a row with '\n'
-  kNotFound,         // the named partition or dead letter does not exist
-  kCorrupt,          // an on-disk record could not be parsed
-  kIo,               // the file system refused (message names the path and errno)
-};
-
-[[nodiscard]] std::string_view to_string(SpoolErrc code) noexcept;
-
-// The outcome of a spool operation: a code plus a message that names the path or
-// entry involved. Default-constructed means success.
-struct [[nodiscard]] SpoolStatus {
-  SpoolErrc code = SpoolErrc::kOk;
-  std::string message;
-
-  [[nodiscard]] bool ok() const noexcept { return code == SpoolErrc::kOk; }
-  explicit operator bool() const noexcept { return ok(); }
-};
-
-// A value or the status explaining why there is none.
-template <typename T>
-class [[nodiscard]] SpoolResult {
- public:
-  SpoolResult(T value) : value_(std::move(value)) {}  // NOLINT: implicit on purpose
-  SpoolResult(SpoolStatus status) : status_(std::move(status)) {}  // NOLINT
-
-  [[nodiscard]] bool ok() const noexcept { return value_.has_value(); }
-  explicit operator bool() const noexcept { return ok(); }
-  // Returns the status; ok() when a value is present.
-  [[nodiscard]] const SpoolStatus& status() const noexcept { return status_; }
-  // Returns the value. Only valid when ok().
-  [[nodiscard]] T& value() & { return *value_; }
-  [[nodiscard]] const T& value() const& { return *value_; }
-  [[nodiscard]] T&& value() && { return std::move(*value_); }
-  T& operator*() & { return *value_; }
-  const T& operator*() const& { return *value_; }
-  T* operator->() { return &*value_; }
-  const T* operator->() const { return &*value_; }
-
- private:
-  std::optional<T> value_;
-  SpoolStatus status_;
-};
+// Spool operations report failures as fwdsink::Status / Result<T> (status.h): the
+// codes used here are kInvalidName, kInvalidArgument, kNotFound, kCorrupt and kIo, with
+// a message that names the path or entry involved.
 
 // Checks a partition name that came from outside: 1..kMaxPartitionNameLength bytes of
 // [A-Za-z0-9._-], not starting with '.'. Returns kInvalidName with a message otherwise.
-[[nodiscard]] SpoolStatus ValidatePartitionName(std::string_view name);
+[[nodiscard]] Status ValidatePartitionName(std::string_view name);
 
 // A sealed partition in SPOOL/ready/.
 struct ReadyPartition {
@@ -118,7 +77,7 @@ class Spool {
  public:
   // Opens SPOOL, creating it and its ready/, state/, dead/ and incoming/ folders as
   // needed. The error message names the path that could not be created.
-  [[nodiscard]] static SpoolResult<Spool> Open(std::filesystem::path dir);
+  [[nodiscard]] static Result<Spool> Open(std::filesystem::path dir);
 
   [[nodiscard]] const std::filesystem::path& dir() const noexcept { return dir_; }
   [[nodiscard]] std::filesystem::path ready_dir() const { return dir_ / "ready"; }
@@ -132,7 +91,7 @@ class Spool {
   // Lists the sealed partitions, oldest first (by name, which encodes the seal time).
   // Ignores anything that is not a regular `<valid name>.ndjson` file: temp files,
   // dotfiles, other extensions, folders.
-  [[nodiscard]] SpoolResult<std::vector<ReadyPartition>> ListReady() const;
+  [[nodiscard]] Result<std::vector<ReadyPartition>> ListReady() const;
 
   // Reads the cursor of partition `name` and checks it against the partition file.
   // A torn or invalid record yields kCorrupt with offset 0 and no failure history.
@@ -140,61 +99,64 @@ class Spool {
 
   // Persists `offset` (the end of the last acknowledged chunk) atomically, keeping
   // the recorded failure history.
-  [[nodiscard]] SpoolStatus SaveCursor(std::string_view name, std::uint64_t offset);
+  [[nodiscard]] Status SaveCursor(std::string_view name, std::uint64_t offset);
 
   // Records one failure of partition `name` at wall-clock time `now`: the failure
   // count goes up, the first failure time is set only if there is none yet.
-  [[nodiscard]] SpoolStatus RecordFailure(std::string_view name,
+  [[nodiscard]] Status RecordFailure(std::string_view name,
                                           std::chrono::system_clock::time_point now);
 
   // Forgets the failure history of partition `name` (no first failure, zero
   // failures), keeping its offset. Called when a partition made progress.
-  [[nodiscard]] SpoolStatus ClearFailures(std::string_view name);
+  [[nodiscard]] Status ClearFailures(std::string_view name);
 
   // Removes a fully delivered partition and its cursor. kNotFound if the partition
   // file was already gone (its cursor is removed anyway).
-  [[nodiscard]] SpoolStatus MarkDelivered(std::string_view name);
+  [[nodiscard]] Status MarkDelivered(std::string_view name);
 
   // ---- Dead letters (implemented in dead_letters.cc) ----
 
   // Writes the poisoned chunk [begin, end) of partition `name` as
   // dead/<name>.<begin>-<end>.ndjson plus its record (kind "poison"), each atomically.
   // The partition itself is untouched: the caller moves its cursor past the chunk.
-  [[nodiscard]] SpoolResult<DeadEntry> DeadLetterChunk(
+  [[nodiscard]] Result<DeadEntry> DeadLetterChunk(
       std::string_view name, std::uint64_t begin, std::uint64_t end,
       std::string_view body_bytes, int status, std::string_view reason,
       std::chrono::system_clock::time_point when);
 
   // Moves the whole partition `name` into dead/ (kind "horizon"), recording that the
   // dead rows start at `from_offset`, and removes its cursor.
-  [[nodiscard]] SpoolResult<DeadEntry> DeadLetterPartition(
+  [[nodiscard]] Result<DeadEntry> DeadLetterPartition(
       std::string_view name, std::uint64_t from_offset, std::string_view reason,
       int status, std::chrono::system_clock::time_point when);
 
   // Lists dead letters matching `filter`, oldest first, one page of them, plus the
   // number of matches in all. `now` anchors the age filters.
-  [[nodiscard]] SpoolResult<DeadList> ListDead(
+  [[nodiscard]] Result<DeadList> ListDead(
       const DeadFilter& filter, std::chrono::system_clock::time_point now) const;
 
   // Copies the dead rows of `dead_name` into ready/ as a new partition named
   // `<dead name>.requeued-<n>` and marks the record requeued_at/requeued_as; the dead
   // letter stays in dead/ as an audit record. Returns the new partition's name.
-  [[nodiscard]] SpoolResult<std::string> Requeue(
+  [[nodiscard]] Result<std::string> Requeue(
       std::string_view dead_name, std::chrono::system_clock::time_point now);
 
   // Deletes one dead letter (its record and its rows).
-  [[nodiscard]] SpoolStatus Purge(std::string_view dead_name);
+  [[nodiscard]] Status Purge(std::string_view dead_name);
 
   // Deletes every dead letter matching `filter` (paging fields ignored). Returns how
   // many were deleted.
-  [[nodiscard]] SpoolResult<std::size_t> Purge(const DeadFilter& filter,
+  [[nodiscard]] Result<std::size_t> Purge(const DeadFilter& filter,
                                                std::chrono::system_clock::time_point now);
 
  private:
   explicit Spool(std::filesystem::path dir) : dir_(std::move(dir)) {}
 
   [[nodiscard]] std::filesystem::path CursorPath(std::string_view name) const;
-  [[nodiscard]] SpoolStatus WriteCursor(std::string_view name, const CursorState& state);
+  // The one read-modify-write path of a cursor record: reads it (a missing or
+  // unreadable record starts fresh), applies `change`, writes it back atomically.
+  [[nodiscard]] Status UpdateCursor(std::string_view name,
+                                    const std::function<void(CursorState&)>& change);
 
   std::filesystem::path dir_;  // immutable after Open
 };

@@ -43,7 +43,7 @@ class SpoolWriter {
  public:
   // Opens a writer on spool directory `spool_dir`, creating its folders as needed.
   // Rejects max_bytes == 0, a non-positive max_age and empty clock functions.
-  [[nodiscard]] static SpoolResult<SpoolWriter> Open(std::filesystem::path spool_dir,
+  [[nodiscard]] static Result<SpoolWriter> Open(std::filesystem::path spool_dir,
                                                      SpoolWriterOptions options = {});
 
   SpoolWriter(SpoolWriter&& other) noexcept;
@@ -55,14 +55,14 @@ class SpoolWriter {
   // Appends one row (one line). Adds the '\n' if the row lacks it; rejects a row
   // with an embedded '\n' (kInvalidArgument) and an empty row. Seals the open
   // partition first when the row would not fit or the partition is too old.
-  [[nodiscard]] SpoolStatus Append(std::string_view row);
+  [[nodiscard]] Status Append(std::string_view row);
 
   // Seals the open partition if it has reached max_age. Call it periodically so a
   // quiet producer still hands its rows over.
-  [[nodiscard]] SpoolStatus Poll();
+  [[nodiscard]] Status Poll();
 
   // Seals the open partition now, if it holds any row. Returns the sealed name.
-  [[nodiscard]] SpoolResult<std::optional<std::string>> Seal();
+  [[nodiscard]] Result<std::optional<std::string>> Seal();
 
   // Returns the names sealed so far by this writer, oldest first.
   [[nodiscard]] const std::vector<std::string>& sealed() const noexcept { return sealed_; }
@@ -71,8 +71,8 @@ class SpoolWriter {
   struct Partition;  // the partition being written
   SpoolWriter(std::filesystem::path spool_dir, SpoolWriterOptions options);
 
-  [[nodiscard]] SpoolStatus StartPartition();
-  [[nodiscard]] SpoolStatus Flush();
+  [[nodiscard]] Status StartPartition();
+  [[nodiscard]] Status Flush();
 
   std::filesystem::path dir_;
   SpoolWriterOptions options_;

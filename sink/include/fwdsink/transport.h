@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "fwdsink/status.h"
+
 namespace fwdsink {
 
 // A parsed endpoint URL: scheme://host[:port][/path].
@@ -24,9 +26,10 @@ struct Endpoint {
   [[nodiscard]] std::string SchemeHostPort() const;
 };
 
-// Parses a URL; returns nullopt and sets `error` to a sentence when it is not one we
-// can use (scheme other than http/https, empty host, bad port, userinfo, fragment).
-[[nodiscard]] std::optional<Endpoint> ParseEndpoint(std::string_view url, std::string* error);
+// Parses a URL; returns a kInvalidConfig status with field "url" and a sentence when it
+// is not one we can use (scheme other than http/https, empty host, bad port, userinfo,
+// fragment).
+[[nodiscard]] Result<Endpoint> ParseEndpoint(std::string_view url);
 
 struct TransportOptions {
   // Time allowed to establish a TCP (and TLS) connection.
@@ -79,11 +82,10 @@ using HeaderList = std::vector<std::pair<std::string, std::string>>;
 // fails with kAborted at once. Response bodies are never buffered past the prefix.
 class HttpTransport {
  public:
-  // Creates a transport for `url`; returns nullptr and sets `error` on a bad URL or
-  // unusable TLS settings (unreadable CA file).
-  [[nodiscard]] static std::unique_ptr<HttpTransport> Create(std::string_view url,
-                                                             const TransportOptions& options,
-                                                             std::string* error);
+  // Creates a transport for `url`; returns a kInvalidConfig status naming the field
+  // ("url", "ca_file", "ca_dir") on a bad URL or unusable TLS settings.
+  [[nodiscard]] static Result<std::unique_ptr<HttpTransport>> Create(
+      std::string_view url, const TransportOptions& options);
   virtual ~HttpTransport() = default;
 
   // Sends one POST to the endpoint's path with `headers` and `body`. The body is moved
