@@ -459,13 +459,3 @@ TEST_CASE("ValidateNamesTheField") {
   o.zstd_level = 99;
   CHECK(field(o) == "zstd_level");
 }
-
-TEST_CASE("ExtractReasonFindsTheLimiterEvenInATruncatedBody") {
-  CHECK(fwdsink::ExtractReason(R"({"error":"x","details":{"reason":"byte_rate"}})") ==
-        "byte_rate");
-  CHECK(fwdsink::ExtractReason(R"({"data":{"reason":"concurrency"}})") == "concurrency");
-  CHECK(fwdsink::ExtractReason(R"({"details":{"reason":"req_rate"},"pad":"xxxxxxxx)") ==
-        "req_rate");
-  CHECK(fwdsink::ExtractReason("<html>busy</html>").empty());
-  CHECK(fwdsink::ExtractReason("").empty());
-}
