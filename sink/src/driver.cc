@@ -1,6 +1,9 @@
 #include "fwdsink/driver.h"
 
+#include <atomic>
+
 #include "cursor_writer.h"
+#include "fwdsink/check.h"
 #include "fwdsink/overload.h"
 
 namespace fwdsink {
@@ -53,6 +56,7 @@ struct Driver::Impl {
   OverloadLevel overload;       // driver thread only
   std::stop_source stop;
   DriverCounters counters;
+  std::atomic<bool> ticking{false};  // inside Tick(): spool() is off limits
 };
 
 std::unique_ptr<Driver> Driver::Create(DriverOptions options, ForwardDeps deps,
@@ -94,7 +98,10 @@ void Driver::Close() {
 bool Driver::closed() const { return impl_->stop.stop_requested(); }
 const DriverCounters& Driver::counters() const { return impl_->counters; }
 const ForwardSink& Driver::sink() const { return *impl_->sink; }
-const Spool& Driver::spool() const { return impl_->spool; }
+const Spool& Driver::spool() const {
+  FWDSINK_DCHECK(!impl_->ticking.load());
+  return impl_->spool;
+}
 
 void Driver::Impl::Emit(Event e) const {
   if (!deps.on_event) return;
@@ -124,6 +131,11 @@ void Driver::Impl::Run() {
 }
 
 TickReport Driver::Impl::Tick() {
+  ticking.store(true);
+  struct Done {
+    std::atomic<bool>& ticking;
+    ~Done() { ticking.store(false); }
+  } done{ticking};
   TickReport report;
   counters.ticks.fetch_add(1, std::memory_order_relaxed);
   auto ready = spool.ListReady();

@@ -71,9 +71,9 @@ struct DriverCounters {
 // Threads: Tick() and Run() are called from one driver thread. Close() may be called
 // from any thread (a signal-handling thread, typically), any number of times; it
 // returns at once, and Run()/Tick() return within ~100 ms with every cursor at its
-// last acknowledged chunk. counters(), sink() and overload_level() are readable from
-// any thread. The deps' lifetimes are as ForwardDeps says (they must outlive the
-// driver).
+// last acknowledged chunk. counters() (overload_level included) and sink() are
+// readable from any thread. The deps' lifetimes are as ForwardDeps says (they must
+// outlive the driver).
 class Driver {
  public:
   [[nodiscard]] static std::unique_ptr<Driver> Create(DriverOptions options, ForwardDeps deps,
@@ -94,7 +94,8 @@ class Driver {
   [[nodiscard]] const DriverCounters& counters() const;
   [[nodiscard]] const ForwardSink& sink() const;
   // Returns the spool for reading (cursors, dead letters). Call it on the driver
-  // thread while neither Tick() nor Run() runs: then no cursor save is in flight.
+  // thread while neither Tick() nor Run() runs: then no cursor save is in flight
+  // (checked by FWDSINK_DCHECK).
   [[nodiscard]] const Spool& spool() const;
 
  private:
