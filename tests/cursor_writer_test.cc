@@ -3,7 +3,7 @@
 
 #include <string>
 
-#include "fwdsink/cursor_writer.h"
+#include "cursor_writer.h"
 #include "test_files.h"
 
 using fwdsink::test::FreshDir;

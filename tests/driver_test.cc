@@ -160,6 +160,35 @@ TEST_CASE("PoisonedRowGoesToDeadLettersAndTheRestOfThePartitionGoesOn") {
   CHECK(h.driver->counters().poisoned_chunks == 1);
 }
 
+TEST_CASE("APoisonThatCannotBeDeadLetteredKeepsTheCursorBeforeIt") {
+  ScriptedServer server;
+  const auto spool = FreshSpool("poison_kept");
+  AddPartition(spool, "p", 2, "[1,2]");  // rows: {0}, {1}, [1,2]
+  server.Then(400, {}, R"({"details":{"reason":"bad_row"}})");  // whole chunk
+  server.Then(200);                                             // {0}
+  server.Then(400, {}, R"({"details":{"reason":"bad_row"}})");  // {1}, [1,2]
+  server.Then(200);                                             // {1}
+  server.Then(400, {}, R"({"details":{"reason":"bad_row"}})");  // [1,2]
+  Harness h(spool, server.url());
+  // dead/ cannot hold anything: the dead letter cannot be written.
+  std::filesystem::remove_all(spool / "dead");
+  REQUIRE(WriteFile(spool / "dead", "not a folder"));
+  const auto r = h.driver->Tick();
+  CHECK(r.poisoned_chunks == 0);
+  CHECK(r.errors == 1);
+  CHECK(r.delivered == 0);
+  CHECK(h.driver->counters().poisoned_chunks == 0);
+  CHECK(h.Count("driver.spool_error") == 1);
+  CHECK(h.Count("driver.dead_letter") == 0);
+  CHECK(FileNames(spool / "ready") == std::vector<std::string>{"p.ndjson"});
+  // The cursor stops at the poisoned row's start: nothing is lost.
+  const auto reqs = server.requests();
+  REQUIRE(reqs.size() == 5);
+  const auto cursor = h.driver->spool().LoadCursor("p");
+  CHECK(cursor.status == fwdsink::CursorStatus::kOk);
+  CHECK(cursor.offset == reqs[1].body.size() + reqs[3].body.size());
+}
+
 TEST_CASE("HorizonMovesAPartitionFailingTooLongToDeadLettersWhole") {
   ScriptedServer server;
   for (int i = 0; i < 100; ++i) server.Then(503);
@@ -197,8 +226,9 @@ TEST_CASE("CorruptCursorResumesFromZeroWithTheSameKeys") {
   const auto spool = FreshSpool("corrupt");
   AddPartition(spool, "c", 4);
   {
-    Harness h(spool, server.url());
-    REQUIRE(h.driver->spool().SaveCursor("c", 0).ok());
+    auto s = fwdsink::Spool::Open(spool);
+    REQUIRE(s);
+    REQUIRE(s->SaveCursor("c", 0).ok());
   }
   // Tear the cursor record.
   for (const auto& e : std::filesystem::directory_iterator(spool / "state")) {

@@ -304,6 +304,62 @@ TEST_CASE("MalformedRowIsIsolatedByBisectionAndPoisonedAlone") {
   }
 }
 
+TEST_CASE("APoisonCallbackTakesTheRowsAndThePartitionGoesOnInTheSameCall") {
+  ScriptedServer server;
+  server.Then(400, {}, R"({"details":{"reason":"bad_row"}})");  // chunk 1 (3 rows)
+  server.Then(200);                                             // its first row
+  server.Then(400, {}, R"({"details":{"reason":"bad_row"}})");  // the other two
+  server.Then(400, {}, R"({"details":{"reason":"bad_row"}})");  // the bad row
+  const auto path = WritePartition("poison_callback", 6);
+  const std::string file = ReadFile(path);
+  Harness h(server.url());
+  std::vector<std::string> dead;      // what the callback was handed
+  std::vector<std::string> order;     // callbacks, in the order they came
+  bool take = true;
+  const auto forward = [&] {
+    return h.sink->ForwardPartition(
+        kPartition, path, 0,
+        [&](const fwdsink::AckedChunk& a) {
+          order.push_back((a.dead_lettered ? "dead-ack " : "ack ") + std::to_string(a.end));
+          return true;
+        },
+        [&](const fwdsink::PoisonedChunk& c) {
+          CHECK(c.partition == kPartition);
+          CHECK(c.status == 400);
+          CHECK(c.reason == "bad_row");
+          CHECK(c.rows == 1);
+          CHECK(c.body == file.substr(c.begin, c.end - c.begin));  // the bytes, not re-read
+          dead.emplace_back(c.body);
+          order.push_back("poison " + std::to_string(c.end));
+          return take;
+        });
+  };
+  SUBCASE("taken: the call delivers the rest, the cursor moves past by the ack route") {
+    const auto r = forward();
+    CHECK(r.outcome == Outcome::kDelivered);
+    CHECK(r.resume_offset == file.size());
+    CHECK(r.poison_rows == 0);
+    REQUIRE(dead.size() == 1);
+    // The dead letter is handed over before the cursor moves past it.
+    const auto poison_end = order[1].substr(std::string("poison ").size());
+    CHECK(order[1].rfind("poison ", 0) == 0);
+    CHECK(order[2] == "dead-ack " + poison_end);
+    CHECK(r.rows_acked == 5);  // the poisoned row is not counted as acknowledged
+    CHECK(h.sink->counters().poisoned_chunks == 1);
+    CHECK(h.Named("forward.poison").size() == 1);
+    CHECK(h.Named("forward.delivered").size() == 1);
+  }
+  SUBCASE("twin: refused by the callback, the call stops before the poisoned rows") {
+    take = false;
+    const auto r = forward();
+    CHECK(r.outcome == Outcome::kPoisoned);
+    CHECK(r.resume_offset == r.poison_begin);
+    CHECK(dead.size() == 1);
+    CHECK(order.size() == 2);  // the first row's ack, then the poison: no dead-ack
+    CHECK(h.Named("forward.delivered").empty());
+  }
+}
+
 TEST_CASE("TransportErrorsWalkTheLadderThenRespool") {
   // Nothing listens on this port once the server is stopped.
   int port = 0;
@@ -463,14 +519,4 @@ TEST_CASE("ValidateNamesTheField") {
   o = {};
   o.zstd_level = 99;
   CHECK(field(o) == "zstd_level");
-}
-
-TEST_CASE("ExtractReasonFindsTheLimiterEvenInATruncatedBody") {
-  CHECK(fwdsink::ExtractReason(R"({"error":"x","details":{"reason":"byte_rate"}})") ==
-        "byte_rate");
-  CHECK(fwdsink::ExtractReason(R"({"data":{"reason":"concurrency"}})") == "concurrency");
-  CHECK(fwdsink::ExtractReason(R"({"details":{"reason":"req_rate"},"pad":"xxxxxxxx)") ==
-        "req_rate");
-  CHECK(fwdsink::ExtractReason("<html>busy</html>").empty());
-  CHECK(fwdsink::ExtractReason("").empty());
 }

@@ -6,15 +6,11 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <stop_token>
 #include <string>
 #include <vector>
 
-#include "fwdsink/cursor_writer.h"
 #include "fwdsink/forward_sink.h"
-#include "fwdsink/overload.h"
 #include "fwdsink/spool.h"
 #include "fwdsink/telemetry.h"
 
@@ -65,8 +61,9 @@ struct TickReport {
 // Threads: Tick() and Run() are called from one driver thread. Close() may be called
 // from any thread (a signal-handling thread, typically), any number of times; it
 // returns at once, and Run()/Tick() return within ~100 ms with every cursor at its
-// last acknowledged chunk. counters(), sink() and overload_level() are readable from
-// any thread.
+// last acknowledged chunk. counters() (overload_level included) and sink() are
+// readable from any thread. The deps' lifetimes are as ForwardDeps says (they must
+// outlive the driver).
 class Driver {
  public:
   // Creates a driver; returns a kInvalidConfig status naming the field ("spool_dir",
@@ -74,6 +71,8 @@ class Driver {
   [[nodiscard]] static Result<std::unique_ptr<Driver>> Create(DriverOptions options,
                                                               ForwardDeps deps);
   ~Driver();
+  Driver(const Driver&) = delete;
+  Driver& operator=(const Driver&) = delete;
 
   // Forwards ready partitions oldest first, once each. A partition whose chunk
   // exhausts its inline budget is respooled and the tick moves on.
@@ -82,29 +81,20 @@ class Driver {
   void Run();
   // Stops Run()/Tick() and aborts the sink's pause or request. Any thread, idempotent.
   void Close();
-  [[nodiscard]] bool closed() const { return stop_.stop_requested(); }
+  [[nodiscard]] bool closed() const;
 
-  [[nodiscard]] const DriverCounters& counters() const { return counters_; }
-  [[nodiscard]] const ForwardSink& sink() const { return *sink_; }
-  [[nodiscard]] Spool& spool() { return spool_; }
+  [[nodiscard]] const DriverCounters& counters() const;
+  [[nodiscard]] const ForwardSink& sink() const;
+  // Returns the spool for reading (cursors, dead letters). Call it on the driver
+  // thread while neither Tick() nor Run() runs: then no cursor save is in flight
+  // (checked by FWDSINK_DCHECK).
+  [[nodiscard]] const Spool& spool() const;
 
  private:
-  Driver(DriverOptions options, ForwardDeps deps, Spool spool,
-         std::unique_ptr<ForwardSink> sink);
-  void ForwardOne(const ReadyPartition& p, TickReport& report, bool& stop_tick);
-  void Emit(Event e) const;
-  // Records a failure and gives the partition up whole past the horizon.
-  void Failed(const ReadyPartition& p, std::uint64_t resume, const ForwardResult& r,
-              TickReport& report);
+  struct Impl;  // the spool, the sink, the cursor writer, the overload level
+  explicit Driver(std::unique_ptr<Impl> impl);
 
-  const DriverOptions options_;
-  ForwardDeps deps_;
-  Spool spool_;                        // driver thread (and cursors_ between flushes)
-  std::unique_ptr<ForwardSink> sink_;
-  std::unique_ptr<CursorWriter> cursors_;  // saves cursors while the next chunk is sent
-  OverloadLevel overload_;             // driver thread only
-  std::stop_source stop_;
-  DriverCounters counters_;
+  std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace fwdsink

@@ -7,9 +7,7 @@
 #include <filesystem>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
-#include <stop_token>
 #include <string>
 #include <string_view>
 
@@ -51,7 +49,8 @@ using TokenProvider = std::function<std::optional<std::string>(bool force_refres
 enum class Outcome {
   kDelivered,       // every row up to the end of the file was acknowledged
   kRespooled,       // gave up for now; resume at resume_offset on a later tick
-  kPoisoned,        // the server refuses [poison_begin, poison_end) as malformed
+  kPoisoned,        // the server refuses [poison_begin, poison_end) as malformed, and
+                    // no poison callback took it
   kAborted,         // Close() was called
   kAuthError,       // 401 again after a token refresh (or no token to be had)
   kTlsError,        // TLS verification/handshake failed; nothing was sent
@@ -89,6 +88,8 @@ struct ForwardResult {
 };
 
 // An acknowledged chunk, passed to the ack callback before the next chunk is sent.
+// Also passed for a poisoned chunk once the poison callback has put it in dead
+// letters (dead_lettered): the cursor then moves past it by the same route.
 struct AckedChunk {
   std::string_view partition;
   std::uint64_t begin = 0;
@@ -96,15 +97,39 @@ struct AckedChunk {
   std::uint64_t rows = 0;
   bool duplicate = false;   // the server said it had this key already
   bool final = false;       // this chunk ends the partition's file
+  bool dead_lettered = false;  // the rows went to dead letters, not to the server
 };
 // Persists the cursor; returns false if it could not (the sink then stops and
 // respools with kCursorNotSaved rather than run ahead of what is on disk).
 using AckCallback = std::function<bool(const AckedChunk&)>;
 
+// A chunk the server refuses as malformed (a single row, after bisection), passed to
+// the poison callback with its bytes as read from the partition.
+struct PoisonedChunk {
+  std::string_view partition;
+  std::uint64_t begin = 0;
+  std::uint64_t end = 0;
+  std::uint64_t rows = 0;
+  int status = 0;            // the refusing HTTP status (400, 413, 422)
+  std::string_view reason;   // server's details.reason, or "http_<status>"
+  std::string_view body;     // the chunk's raw (unencoded) bytes, [begin, end)
+};
+// Writes a poisoned chunk durably to dead letters; returns false if it could not.
+// On true the sink moves on past the chunk (acking it as dead_lettered, so the cursor
+// follows the ack route); on false, or with no poison callback, the call returns
+// kPoisoned with the cursor before the chunk. @ref LLP 0014#core
+using PoisonCallback = std::function<bool(const PoisonedChunk&)>;
+
 // Injected collaborators; everything defaults to the real thing.
+//
+// Lifetimes: the objects `time` and `sleeper` point to are not owned, and must
+// outlive every ForwardSink (and Driver) created with these deps. The gate is shared
+// ownership. The callables are copied into the sink and called on the sending thread
+// (the token provider, the event callback, the random source): whatever they capture
+// must outlive the sink.
 struct ForwardDeps {
-  TimeSource* time = nullptr;          // default RealTimeSource()
-  Sleeper* sleeper = nullptr;          // default RealSleeper()
+  TimeSource* time = nullptr;          // Not owned. Default: RealTimeSource()
+  Sleeper* sleeper = nullptr;          // Not owned. Default: RealSleeper()
   std::shared_ptr<EndpointGate> gate;  // shared per endpoint; default: a private one
   TokenProvider tokens;                // default: no Authorization header
   EventCallback on_event;              // default: events are dropped
@@ -120,7 +145,7 @@ struct ForwardDeps {
 // acknowledged chunk.
 //
 // Deliberately ignores: partition discovery, cursor storage and dead letters (the
-// driver's job, through the ack callback and the outcome).
+// driver's job, through the ack and poison callbacks and the outcome).
 class ForwardSink {
  public:
   // Creates a sink; returns a kInvalidConfig status naming the field when the options
@@ -132,11 +157,14 @@ class ForwardSink {
   ForwardSink& operator=(const ForwardSink&) = delete;
 
   // Sends `path` (partition id `partition`) from byte `begin` to the end, chunk by
-  // chunk, calling `on_ack` after each acknowledged chunk. Never throws for
-  // operational failures: the outcome says what happened.
+  // chunk, calling `on_ack` after each acknowledged chunk and `on_poison` with each
+  // chunk the server refuses as malformed. Never throws for operational failures: the
+  // outcome says what happened. The callbacks are called on this thread, before it
+  // returns.
   [[nodiscard]] ForwardResult ForwardPartition(std::string_view partition,
                                                const std::filesystem::path& path,
-                                               std::uint64_t begin, const AckCallback& on_ack);
+                                               std::uint64_t begin, const AckCallback& on_ack,
+                                               const PoisonCallback& on_poison = {});
 
   // Aborts any pause or in-flight request at once, and all later work. Any thread.
   void Close();
@@ -152,38 +180,15 @@ class ForwardSink {
     MonotonicTime until{};     // when the wait ends
   };
   [[nodiscard]] State state() const;
-  [[nodiscard]] const Counters& counters() const { return counters_; }
-  [[nodiscard]] const ForwardOptions& options() const { return options_; }
+  [[nodiscard]] const Counters& counters() const;
+  [[nodiscard]] const ForwardOptions& options() const;
 
  private:
-  ForwardSink(ForwardOptions options, ForwardDeps deps, std::unique_ptr<HttpTransport> t);
-  class Run;        // one ForwardPartition call
-  class ReadAhead;  // the worker that reads and encodes the next chunk
-  void SetState(State s);
+  struct Impl;    // the transport, encoder, chunk buffers, read-ahead worker, token, state
+  class Call;     // one ForwardPartition call: the effects of each verdict
+  explicit ForwardSink(std::unique_ptr<Impl> impl);
 
-  const ForwardOptions options_;
-  ForwardDeps deps_;
-  std::unique_ptr<HttpTransport> transport_;
-  Encoder encoder_;                 // sender thread, or read_ahead_ while it runs a job
-  std::unique_ptr<ReadAhead> read_ahead_;  // used by the sender thread only
-  // A chunk and its encoded body, ready to send. The two buffers are swapped, never
-  // reallocated, so their capacity is reused across chunks and partitions.
-  struct Prepared {
-    Chunk chunk{};
-    std::string wire{};
-    bool encoded = false;  // wire holds chunk.body encoded
-  };
-  Prepared cur_;    // the chunk being sent (sender thread)
-  Prepared ahead_;  // the next one (read_ahead_'s job while busy, else sender thread)
-  std::optional<std::string> token_;  // sender thread only
-  std::stop_source stop_;
-  Counters counters_;
-  mutable std::mutex state_mu_;
-  State state_;                     // guarded by state_mu_
+  std::unique_ptr<Impl> impl_;
 };
-
-// Extracts details.reason (or data.reason, or a top-level reason/error string) from a
-// possibly truncated JSON error body; empty when there is none.
-[[nodiscard]] std::string ExtractReason(std::string_view body_prefix);
 
 }  // namespace fwdsink
