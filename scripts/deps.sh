@@ -12,6 +12,7 @@ PKGS=(
   libzstd-dev zstd                     # compression (library; CLI for the benchmark baseline)
   doctest-dev                          # tests
   curl                                 # demo and benchmark baseline
+  clang-format                         # the format check in .ci/run (scripts/format.sh)
   time jq strace                       # the benchmark harness (its smoke run is in ctest)
 )
 

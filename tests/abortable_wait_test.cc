@@ -6,8 +6,8 @@
 #include <stop_token>
 #include <thread>
 
-#include "fwdsink/abortable_wait.h"
 #include "fake_clock.h"
+#include "fwdsink/abortable_wait.h"
 
 using namespace std::chrono_literals;
 

@@ -5,10 +5,10 @@
 #include <optional>
 #include <vector>
 
-#include "fwdsink/backoff.h"
-#include "saturating.h"
 #include "fake_clock.h"
+#include "fwdsink/backoff.h"
 #include "fwdsink/retry_after.h"
+#include "saturating.h"
 
 using namespace std::chrono_literals;
 using fwdsink::BackpressurePolicy;
@@ -89,9 +89,8 @@ TEST_CASE("AbsentRetryAfterWalksTheLadderAndStopsAtTheCap") {
 }
 
 TEST_CASE("MaxWaitCapsTheLadderTooWithoutRetryAfter") {
-  const BackpressurePolicy p{.ladder = {30s, 60s, 600s, 3600s},
-                             .max_wait = 120s,
-                             .inline_budget = 24h};
+  const BackpressurePolicy p{
+      .ladder = {30s, 60s, 600s, 3600s}, .max_wait = 120s, .inline_budget = 24h};
   CHECK(DecideWait(p, 1, kNoRetryAfter, kNoElapsed).wait == 30s);
   CHECK(DecideWait(p, 2, kNoRetryAfter, kNoElapsed).wait == 60s);
   CHECK(DecideWait(p, 3, kNoRetryAfter, kNoElapsed).wait == 120s);
@@ -184,8 +183,8 @@ TEST_CASE("OverflowProtectionHundredsOfAttemptsWithHugeRungs") {
 }
 
 TEST_CASE("JitterStaysInItsBandAndNeverShortensRetryAfter") {
-  const BackpressurePolicy p{.ladder = {100s}, .max_wait = 300s, .inline_budget = 24h,
-                             .jitter = 0.2};
+  const BackpressurePolicy p{
+      .ladder = {100s}, .max_wait = 300s, .inline_budget = 24h, .jitter = 0.2};
   double u = 0.0;
   const fwdsink::UniformRandom rnd = [&u] { return u; };
   u = 0.0;

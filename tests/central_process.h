@@ -75,10 +75,14 @@ class CentralProcess {
     const auto port_file = dir_ / "port";
     std::filesystem::remove(port_file);
 
-    std::vector<std::string> args = {FWDSINK_CENTRAL_BIN,  "--listen",
-                                     "127.0.0.1:0",        "--out",
-                                     dir_.string(),        "--port-file",
-                                     port_file.string(),   "--request-log",
+    std::vector<std::string> args = {FWDSINK_CENTRAL_BIN,
+                                     "--listen",
+                                     "127.0.0.1:0",
+                                     "--out",
+                                     dir_.string(),
+                                     "--port-file",
+                                     port_file.string(),
+                                     "--request-log",
                                      request_log_path().string()};
     args.insert(args.end(), extra_args.begin(), extra_args.end());
     std::vector<char*> argv;

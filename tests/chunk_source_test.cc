@@ -33,7 +33,9 @@ std::filesystem::path WriteRows(const std::string& name, int rows, bool torn_tai
 
 // A sink's worth of collaborators for one source.
 struct Parts {
-  explicit Parts(Compression c) : encoder(c) { buffers.Reserve(kChunkBytes, c != Compression::kIdentity); }
+  explicit Parts(Compression c) : encoder(c) {
+    buffers.Reserve(kChunkBytes, c != Compression::kIdentity);
+  }
   fwdsink::Encoder encoder;
   ChunkBuffers buffers;
   fwdsink::SingleSlotWorker worker;
@@ -109,7 +111,8 @@ TEST_CASE("ATornTailIsAReadErrorAfterTheWholeLines") {
   SUBCASE("twin: a whole file ends with kEnd") {
     const auto whole = WriteRows("whole", 5);
     ChunkSource clean(whole, 0, Options(), parts.encoder, parts.buffers, parts.worker);
-    while ((st = clean.Next()) == SourceStatus::kChunk) {}
+    while ((st = clean.Next()) == SourceStatus::kChunk) {
+    }
     CHECK(st == SourceStatus::kEnd);
   }
 }

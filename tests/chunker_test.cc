@@ -346,7 +346,8 @@ TEST_CASE("Chunker memory stays bounded by the chunk size") {
   CHECK(max_capacity <= kMemoryBodyBound);
 
   SUBCASE("twin: a single long line does grow the body past the bound") {
-    const auto big = WriteFile("memory_long_line.ndjson", std::string(3 * kMemoryChunk, 'x') + "\n");
+    const auto big =
+        WriteFile("memory_long_line.ndjson", std::string(3 * kMemoryChunk, 'x') + "\n");
     Chunker c2 = Chunker::Open(big, 0, o);
     Chunk one;
     REQUIRE(c2.Next(one) == NextStatus::kChunk);

@@ -35,10 +35,10 @@ constexpr std::uint32_t kSeed = 20261130;
 constexpr std::size_t kRandomBytes = 300 * 1024;
 constexpr std::size_t kDecodeLimit = 64 << 20;
 constexpr std::size_t kReuseChunks = 200;
-constexpr std::size_t kBombBytes = 100u << 20;     // a frame of 100 MiB of zeros
-constexpr std::size_t kBombLimit = 1 << 20;        // what we allow it to inflate to
-constexpr std::size_t kExactBytes = 20u << 20;     // limit-boundary frame, 20 MiB of zeros
-constexpr std::size_t kStreamStep = 1 << 20;       // feed size when building big frames
+constexpr std::size_t kBombBytes = 100u << 20;  // a frame of 100 MiB of zeros
+constexpr std::size_t kBombLimit = 1 << 20;     // what we allow it to inflate to
+constexpr std::size_t kExactBytes = 20u << 20;  // limit-boundary frame, 20 MiB of zeros
+constexpr std::size_t kStreamStep = 1 << 20;    // feed size when building big frames
 
 std::string RandomBytes(std::mt19937& rng, std::size_t n) {
   std::uniform_int_distribution<int> byte(0, 255);
@@ -51,8 +51,8 @@ std::string RandomNdjson(std::mt19937& rng, std::size_t n) {
   std::uniform_int_distribution<int> v(0, 99999);
   std::string s;
   while (s.size() < n) {
-    s += R"({"host":"web-)" + std::to_string(v(rng) % 16) + R"(","cpu":)" +
-         std::to_string(v(rng)) + R"(,"msg":"request served"})" + "\n";
+    s += R"({"host":"web-)" + std::to_string(v(rng) % 16) + R"(","cpu":)" + std::to_string(v(rng)) +
+         R"(,"msg":"request served"})" + "\n";
   }
   return s;
 }

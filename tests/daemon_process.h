@@ -41,8 +41,7 @@ class DaemonProcess {
   static constexpr auto kPoll = std::chrono::milliseconds(5);
 
   // Spawns FWDSINK_DAEMON_BIN with `args`; started() tells whether the spawn worked.
-  DaemonProcess(std::filesystem::path dir, const std::string& tag,
-                std::vector<std::string> args)
+  DaemonProcess(std::filesystem::path dir, const std::string& tag, std::vector<std::string> args)
       : out_path_(dir / (tag + ".stdout")), err_path_(dir / (tag + ".stderr")) {
     args.insert(args.begin(), FWDSINK_DAEMON_BIN);
     std::vector<char*> argv;
@@ -103,7 +102,7 @@ class DaemonProcess {
  private:
   std::filesystem::path out_path_;
   std::filesystem::path err_path_;
-  pid_t pid_ = -1;       // > 0 while the child runs and is not yet reaped
+  pid_t pid_ = -1;  // > 0 while the child runs and is not yet reaped
   bool started_ = false;
   std::optional<int> code_;
 };

@@ -62,10 +62,13 @@ std::vector<std::string> Names(const fwdsink::DeadList& list) {
 //   A.22-44   poison  422 "schema_mismatch" dead 1 h ago  rows: bravo
 //   B.22-68   horizon 503 "horizon"        dead 10 min ago rows: bravo, charlie
 void MakeThree(Spool& spool) {
-  REQUIRE(spool.DeadLetterChunk(kPartA, 0, kRow2Begin, Slice(0, kRow2Begin), 400, "bad_json",
-                                kNow - 3h).ok());
-  REQUIRE(spool.DeadLetterChunk(kPartA, kRow2Begin, kRow3Begin, Slice(kRow2Begin, kRow3Begin),
-                                422, "schema_mismatch", kNow - 1h).ok());
+  REQUIRE(
+      spool.DeadLetterChunk(kPartA, 0, kRow2Begin, Slice(0, kRow2Begin), 400, "bad_json", kNow - 3h)
+          .ok());
+  REQUIRE(spool
+              .DeadLetterChunk(kPartA, kRow2Begin, kRow3Begin, Slice(kRow2Begin, kRow3Begin), 422,
+                               "schema_mismatch", kNow - 1h)
+              .ok());
   REQUIRE(spool.DeadLetterPartition(kPartB, kRow2Begin, "horizon", 503, kNow - 10min).ok());
 }
 
@@ -78,12 +81,12 @@ const std::string kDeadB = std::string(kPartB) + ".22-68";
 TEST_CASE("DeadLetterChunk writes the rows and a record, atomically") {
   const fs::path dir = FreshDir(kSuite, "chunk");
   Spool spool = OpenSpool(dir);
-  auto e = spool.DeadLetterChunk(kPartA, kRow2Begin, kRow3Begin, Slice(kRow2Begin, kRow3Begin),
-                                 422, "schema_mismatch", kNow);
+  auto e = spool.DeadLetterChunk(kPartA, kRow2Begin, kRow3Begin, Slice(kRow2Begin, kRow3Begin), 422,
+                                 "schema_mismatch", kNow);
   REQUIRE(e.ok());
   CHECK(e->name == kDeadA1);
-  CHECK(FileNames(spool.dead_dir()) == std::vector<std::string>{kDeadA1 + ".json",
-                                                                kDeadA1 + ".ndjson"});
+  CHECK(FileNames(spool.dead_dir()) ==
+        std::vector<std::string>{kDeadA1 + ".json", kDeadA1 + ".ndjson"});
   CHECK(ReadFile(e->rows_path) == Slice(kRow2Begin, kRow3Begin));
 
   const auto j = nlohmann::json::parse(ReadFile(e->record_path));
@@ -251,11 +254,13 @@ TEST_CASE("ListDead pages in a stable oldest-first order") {
   // Written newest first, so the order must come from dead_at, not from creation.
   for (int i = 4; i >= 0; --i) {
     const auto begin = static_cast<std::uint64_t>(i);
-    REQUIRE(spool.DeadLetterChunk(kPartA, begin, begin + 1, kRows.substr(begin, 1), 400, "p",
-                                  kNow - std::chrono::minutes(10 * (5 - i))).ok());
+    REQUIRE(spool
+                .DeadLetterChunk(kPartA, begin, begin + 1, kRows.substr(begin, 1), 400, "p",
+                                 kNow - std::chrono::minutes(10 * (5 - i)))
+                .ok());
   }
-  for (int i = 0; i < 5; ++i) all.push_back(std::string(kPartA) + "." + std::to_string(i) + "-" +
-                                            std::to_string(i + 1));
+  for (int i = 0; i < 5; ++i)
+    all.push_back(std::string(kPartA) + "." + std::to_string(i) + "-" + std::to_string(i + 1));
   DeadFilter f;
   f.limit = 2;
   std::vector<std::string> paged;

@@ -8,8 +8,8 @@
 #include <thread>
 #include <vector>
 
-#include "fwdsink/driver.h"
 #include "fake_clock.h"
+#include "fwdsink/driver.h"
 #include "scripted_server.h"
 #include "test_files.h"
 
@@ -51,8 +51,7 @@ struct Harness {
   std::vector<fwdsink::Event> events;
   std::unique_ptr<fwdsink::Driver> driver;
 
-  Harness(const std::filesystem::path& spool, const std::string& url,
-          milliseconds horizon = 24h) {
+  Harness(const std::filesystem::path& spool, const std::string& url, milliseconds horizon = 24h) {
     fwdsink::DriverOptions o;
     o.spool_dir = spool;
     o.horizon = horizon;
@@ -137,11 +136,11 @@ TEST_CASE("OneThrottledPartitionIsRespooledAndTheTickMovesOnBehindTheSharedGate"
 TEST_CASE("PoisonedRowGoesToDeadLettersAndTheRestOfThePartitionGoesOn") {
   ScriptedServer server;
   const auto spool = FreshSpool("poison");
-  AddPartition(spool, "p", 2, "[1,2]");  // rows: {0}, {1}, [1,2]
+  AddPartition(spool, "p", 2, "[1,2]");                                  // rows: {0}, {1}, [1,2]
   server.Then(400, {}, R"({"details":{"reason":"bad_row","line":3}})");  // whole chunk
-  server.Then(200);                                                       // first half
+  server.Then(200);                                                      // first half
   server.Then(400, {}, R"({"details":{"reason":"bad_row","line":2}})");  // second half
-  server.Then(200);                                                       // its first row
+  server.Then(200);                                                      // its first row
   server.Then(400, {}, R"({"details":{"reason":"bad_row","line":1}})");  // the bad row
   Harness h(spool, server.url());
   const auto r = h.driver->Tick();
@@ -163,7 +162,7 @@ TEST_CASE("PoisonedRowGoesToDeadLettersAndTheRestOfThePartitionGoesOn") {
 TEST_CASE("APoisonThatCannotBeDeadLetteredKeepsTheCursorBeforeIt") {
   ScriptedServer server;
   const auto spool = FreshSpool("poison_kept");
-  AddPartition(spool, "p", 2, "[1,2]");  // rows: {0}, {1}, [1,2]
+  AddPartition(spool, "p", 2, "[1,2]");                         // rows: {0}, {1}, [1,2]
   server.Then(400, {}, R"({"details":{"reason":"bad_row"}})");  // whole chunk
   server.Then(200);                                             // {0}
   server.Then(400, {}, R"({"details":{"reason":"bad_row"}})");  // {1}, [1,2]

@@ -29,8 +29,7 @@ class FakeClock final : public TimeSource, public Sleeper {
     std::lock_guard lock(mu_);
     return system_;
   }
-  [[nodiscard]] bool SleepFor(std::chrono::milliseconds duration,
-                              std::stop_token stop) override {
+  [[nodiscard]] bool SleepFor(std::chrono::milliseconds duration, std::stop_token stop) override {
     std::lock_guard lock(mu_);
     sleeps_.push_back(duration);
     if (stop.stop_requested()) return false;

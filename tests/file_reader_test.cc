@@ -109,6 +109,6 @@ TEST_CASE("AtLineStart accepts 0 and offsets just after a newline only") {
   CHECK(*file->AtLineStart(8));             // after {"a":1}\n
   CHECK(*file->AtLineStart(kRows.size()));  // the end of a sealed partition
   CHECK_FALSE(*file->AtLineStart(1));
-  CHECK_FALSE(*file->AtLineStart(7));       // on the '\n' itself
+  CHECK_FALSE(*file->AtLineStart(7));                 // on the '\n' itself
   CHECK_FALSE(*file->AtLineStart(kRows.size() + 1));  // past the end
 }

@@ -7,12 +7,12 @@
 #include <string>
 #include <vector>
 
+#include "fake_clock.h"
 #include "fwdsink/codec.h"
 #include "fwdsink/forward_sink.h"
-#include "zstd_decode.h"
-#include "fake_clock.h"
 #include "scripted_server.h"
 #include "test_files.h"
+#include "zstd_decode.h"
 
 using namespace std::chrono_literals;
 using fwdsink::Outcome;
@@ -37,7 +37,7 @@ struct StringMaker<std::vector<milliseconds>> {
 namespace {
 
 constexpr std::string_view kSuite = "forward_sink";  // folder under FWDSINK_TEST_TMP
-constexpr std::size_t kChunkBytes = 64;  // a few ~20-byte rows per chunk
+constexpr std::size_t kChunkBytes = 64;              // a few ~20-byte rows per chunk
 const char* kPartition = "p1";
 
 // Writes `rows` rows of the form {"i":N,"pad":"xxxxxxxx"} and returns the path.
@@ -74,7 +74,10 @@ struct Harness {
 
   fwdsink::ForwardResult Forward(const std::filesystem::path& path, std::uint64_t begin = 0) {
     return sink->ForwardPartition(kPartition, path, begin, [this](const fwdsink::AckedChunk& a) {
-      acks.push_back({.partition = {}, .begin = a.begin, .end = a.end, .rows = a.rows,
+      acks.push_back({.partition = {},
+                      .begin = a.begin,
+                      .end = a.end,
+                      .rows = a.rows,
                       .duplicate = a.duplicate});
       return true;
     });
@@ -123,8 +126,7 @@ TEST_CASE("DeliversEveryChunkInOrderWithTheWireProtocol") {
 TEST_CASE("PositiveRetryAfterIsHonouredAndTheSameChunkIsResentInPlace") {
   ScriptedServer server;
   server.Then(200);
-  server.Then(429, RetryAfter("5"),
-              R"({"error":"rate limited","details":{"reason":"byte_rate"}})");
+  server.Then(429, RetryAfter("5"), R"({"error":"rate limited","details":{"reason":"byte_rate"}})");
   const auto path = WritePartition("retry_after", 10);
   Harness h(server.url());
   const auto r = h.Forward(path);
@@ -285,7 +287,7 @@ TEST_CASE("MalformedRowIsIsolatedByBisectionAndPoisonedAlone") {
   ScriptedServer server;
   // First chunk has 3 rows; the server refuses it, then refuses the half with the bad row.
   server.Then(400, {}, R"({"error":"malformed row","details":{"reason":"bad_row","line":2}})");
-  server.Then(200);  // first half (1 row)
+  server.Then(200);                                                      // first half (1 row)
   server.Then(400, {}, R"({"details":{"reason":"bad_row","line":1}})");  // second half (2 rows)
   server.Then(400, {}, R"({"details":{"reason":"bad_row","line":1}})");  // its first row
   const auto path = WritePartition("poison", 6);
@@ -313,8 +315,8 @@ TEST_CASE("APoisonCallbackTakesTheRowsAndThePartitionGoesOnInTheSameCall") {
   const auto path = WritePartition("poison_callback", 6);
   const std::string file = ReadFile(path);
   Harness h(server.url());
-  std::vector<std::string> dead;      // what the callback was handed
-  std::vector<std::string> order;     // callbacks, in the order they came
+  std::vector<std::string> dead;   // what the callback was handed
+  std::vector<std::string> order;  // callbacks, in the order they came
   bool take = true;
   const auto forward = [&] {
     return h.sink->ForwardPartition(
@@ -434,9 +436,8 @@ TEST_CASE("CursorThatCannotBeSavedStopsTheSink") {
   ScriptedServer server;
   const auto path = WritePartition("nosave", 10);
   Harness h(server.url());
-  const auto r = h.sink->ForwardPartition("p1", path, 0, [](const fwdsink::AckedChunk&) {
-    return false;
-  });
+  const auto r =
+      h.sink->ForwardPartition("p1", path, 0, [](const fwdsink::AckedChunk&) { return false; });
   CHECK(r.outcome == Outcome::kRespooled);
   CHECK(r.respool_reason == fwdsink::RespoolReason::kCursorNotSaved);
   CHECK(server.requests().size() == 1);  // did not run ahead of the disk

@@ -291,8 +291,8 @@ TEST_CASE("central injects failures on request") {
   }
   SUBCASE("--fail-every N fails POSTs N, 2N with the chosen status and reason") {
     CentralProcess central(CentralProcess::ScratchDir("central_fail_every"));
-    REQUIRE(central.Start({"--fail-every", "3", "--fail-status", "429", "--fail-reason",
-                           "concurrency"}));
+    REQUIRE(central.Start(
+        {"--fail-every", "3", "--fail-status", "429", "--fail-reason", "concurrency"}));
     auto cli = MakeClient(central);
     std::vector<int> statuses;
     for (int i = 1; i <= 6; ++i) {
@@ -305,8 +305,8 @@ TEST_CASE("central injects failures on request") {
   }
   SUBCASE("--retry-after RAW is sent verbatim") {
     CentralProcess central(CentralProcess::ScratchDir("central_retry_after_raw"));
-    REQUIRE(central.Start({"--fail-first", "1", "--fail-status", "429", "--retry-after",
-                           "garbage"}));
+    REQUIRE(
+        central.Start({"--fail-first", "1", "--fail-status", "429", "--retry-after", "garbage"}));
     auto cli = MakeClient(central);
     CHECK(Post(cli, kTwoRows, "k")->get_header_value("Retry-After") == "garbage");
   }
@@ -349,9 +349,9 @@ TEST_CASE("central reports stats and logs every POST with its body hash") {
   CHECK(cli.Get("/healthz")->body == "ok");
 
   auto stats = central.Stats();
-  for (const char* field : {"requests", "accepted_chunks", "duplicate_chunks", "accepted_rows",
-                            "throttled", "injected", "unauthorized", "too_large",
-                            "bad_request", "bytes", "decoded_bytes"}) {
+  for (const char* field :
+       {"requests", "accepted_chunks", "duplicate_chunks", "accepted_rows", "throttled", "injected",
+        "unauthorized", "too_large", "bad_request", "bytes", "decoded_bytes"}) {
     CAPTURE(field);
     CHECK(stats.contains(field));
   }
@@ -392,9 +392,11 @@ TEST_CASE("central exits promptly on SIGTERM even with a header delay pending") 
 }
 
 TEST_CASE("central refuses bad command lines with exit 64 naming the option") {
-  for (const std::vector<std::string>& args :
-       {std::vector<std::string>{"--bogus"}, {"--rate", "abc"}, {"--burst", "10"},
-        {"--fail-status", "503"}, {"--max-body"}}) {
+  for (const std::vector<std::string>& args : {std::vector<std::string>{"--bogus"},
+                                               {"--rate", "abc"},
+                                               {"--burst", "10"},
+                                               {"--fail-status", "503"},
+                                               {"--max-body"}}) {
     CAPTURE(args[0]);
     CentralProcess central(CentralProcess::ScratchDir("central_bad_flag"));
     CHECK_FALSE(central.Start(args));

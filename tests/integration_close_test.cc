@@ -41,7 +41,7 @@ TEST_CASE("DriverCloseEndsARealPauseBetweenTicksPromptly") {
   fwdsink::DriverOptions o;
   o.spool_dir = fwdsink::test::FreshDir("integration_close", "driver");
   o.forward.url = server.url();
-  o.tick_pauses = {300s};  // an idle driver sleeps long between ticks
+  o.tick_pauses = {300s};                         // an idle driver sleeps long between ticks
   auto created = fwdsink::Driver::Create(o, {});  // real clock and sleeper
   REQUIRE_MESSAGE(created.ok(), created.status().ToString());
   auto driver = std::move(created).value();

@@ -34,7 +34,7 @@ constexpr const char* kBurst = "65536";
 constexpr const char* kChunkBytes = "64k";
 // When each run is killed, measured from its start. Bounded: 4 runs, < 3 s in all.
 constexpr std::chrono::milliseconds kKillAfter[] = {300ms, 700ms, 500ms, 900ms};
-constexpr int kFinalRuns = 5;                 // --once passes allowed to finish the job
+constexpr int kFinalRuns = 5;  // --once passes allowed to finish the job
 constexpr auto kRunTimeout = 30s;
 
 // Every row currently sealed in spool/ready, in no particular order.
@@ -57,16 +57,17 @@ TEST_CASE("SIGKILL at several points, restart, finish: every row exactly once") 
   REQUIRE(central.Start({"--rate", kRate, "--burst", kBurst}));
   const std::string url = "http://127.0.0.1:" + std::to_string(central.port()) + "/ingest";
 
-  DaemonProcess gen(dir, "generate", {"generate", "--spool", spool.string(), "--bytes",
-                                       kSpoolBytes, "--partitions", kPartitions});
+  DaemonProcess gen(
+      dir, "generate",
+      {"generate", "--spool", spool.string(), "--bytes", kSpoolBytes, "--partitions", kPartitions});
   REQUIRE(gen.started());
   REQUIRE(gen.Wait(kRunTimeout) == std::optional<int>(0));
   std::vector<std::string> input = ReadyRows(spool);
   REQUIRE(input.size() > 10'000);
 
   const std::vector<std::string> forward = {
-      "forward", "--spool", spool.string(), "--url", url, "--chunk-bytes", kChunkBytes,
-      "--ladder", "0.1,0.2", "--max-wait", "1", "--log-json"};
+      "forward",   "--spool",  spool.string(), "--url",      url, "--chunk-bytes",
+      kChunkBytes, "--ladder", "0.1,0.2",      "--max-wait", "1", "--log-json"};
 
   int killed_mid_stream = 0;
   for (std::size_t i = 0; i < std::size(kKillAfter); ++i) {

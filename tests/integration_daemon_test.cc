@@ -25,10 +25,10 @@ using fwdsink::test::CentralProcess;
 using fwdsink::test::DaemonProcess;
 using namespace std::chrono_literals;
 
-constexpr auto kRunTimeout = 20s;        // any single daemon run
+constexpr auto kRunTimeout = 20s;  // any single daemon run
 constexpr auto kPoll = 5ms;
-constexpr auto kStopDeadline = 1s;       // SIGTERM to exit, per the contract
-constexpr const char* kTag = "daemon";   // output in DIR/daemon.stdout and DIR/daemon.stderr
+constexpr auto kStopDeadline = 1s;      // SIGTERM to exit, per the contract
+constexpr const char* kTag = "daemon";  // output in DIR/daemon.stdout and DIR/daemon.stderr
 constexpr int kExitOk = 0, kExitUsage = 64, kExitDataErr = 65, kExitNoInput = 66,
               kExitTempFail = 75;
 
@@ -68,8 +68,10 @@ std::string SealRows(const fs::path& spool, const std::vector<std::string>& rows
 std::uint64_t Generate(const fs::path& dir, const fs::path& spool, const std::string& bytes,
                        const std::string& partitions) {
   std::string out;
-  REQUIRE(RunDaemon(dir, {"generate", "--spool", spool.string(), "--bytes", bytes,
-                          "--partitions", partitions, "--seed", "3"}, &out) == kExitOk);
+  REQUIRE(RunDaemon(dir,
+                    {"generate", "--spool", spool.string(), "--bytes", bytes, "--partitions",
+                     partitions, "--seed", "3"},
+                    &out) == kExitOk);
   return std::stoull(out);
 }
 
@@ -107,8 +109,10 @@ std::vector<nlohmann::ordered_json> ForwardOnceLog(const fs::path& dir, const fs
                                                    const CentralProcess& central) {
   Generate(dir, spool, "20k", "1");
   std::string err;
-  CHECK(RunDaemon(dir, {"forward", "--once", "--log-json", "--spool", spool.string(), "--url",
-                        Url(central)}, nullptr, &err) == kExitOk);
+  CHECK(RunDaemon(
+            dir,
+            {"forward", "--once", "--log-json", "--spool", spool.string(), "--url", Url(central)},
+            nullptr, &err) == kExitOk);
   auto lines = JsonLines(err);
   REQUIRE(lines.size() >= 3);  // start, delivered, exit
   for (const auto& j : lines) {
@@ -136,8 +140,8 @@ TEST_CASE("the daemon's JSON log: one writer, counters from their one list") {
     const auto& exit = lines.back();
     CHECK(exit["event"] == "daemon.exit");
     CHECK(Keys(exit) == std::vector<std::string>{"ts", "event", "label", "partitions_left",
-                                                 "rows_per_s", "bytes_per_s", "counters",
-                                                 "driver", "exit_code", "why"});
+                                                 "rows_per_s", "bytes_per_s", "counters", "driver",
+                                                 "exit_code", "why"});
     CHECK(Keys(exit["counters"]) == CounterNames<fwdsink::CountersSnapshot>());
     CHECK(Keys(exit["driver"]) == CounterNames<fwdsink::DriverCountersSnapshot>());
     CHECK(exit["driver"]["partitions_delivered"] == 1);
@@ -175,9 +179,10 @@ TEST_CASE("fwdsink forward --once exit codes") {
     REQUIRE(central.Start({"--fail-first", "1000", "--fail-status", "503"}));
     Generate(dir, spool, "50k", "1");
     std::string err;
-    CHECK(RunDaemon(dir, {"forward", "--once", "--spool", spool.string(), "--url", Url(central),
-                          "--ladder", "0.2", "--inline-budget", "0.2"}, nullptr, &err) ==
-          kExitTempFail);
+    CHECK(RunDaemon(dir,
+                    {"forward", "--once", "--spool", spool.string(), "--url", Url(central),
+                     "--ladder", "0.2", "--inline-budget", "0.2"},
+                    nullptr, &err) == kExitTempFail);
     CHECK(err.find("\"event\":\"forward.respool\"") != std::string::npos);
     CHECK(CountReady(spool) == 1);
     CHECK(central.received_rows().empty());
@@ -186,8 +191,8 @@ TEST_CASE("fwdsink forward --once exit codes") {
   SUBCASE("a malformed row: 65, the good rows delivered, the bad one in dead letters") {
     REQUIRE(central.Start());
     SealRows(spool, {R"({"seq":1})", "this is not json", R"({"seq":3})"});
-    CHECK(RunDaemon(dir, {"forward", "--once", "--spool", spool.string(), "--url",
-                          Url(central)}) == kExitDataErr);
+    CHECK(RunDaemon(dir, {"forward", "--once", "--spool", spool.string(), "--url", Url(central)}) ==
+          kExitDataErr);
     const auto got = central.received_rows();
     CHECK(got == std::vector<std::string>{R"({"seq":1})", R"({"seq":3})"});
     CHECK(CountReady(spool) == 0);
@@ -214,7 +219,7 @@ TEST_CASE("fwdsink rejects bad options with 64 and names the option") {
       {{"--ladder", "30,,120"}, "--ladder"},
       {{"--compression", "gzip"}, "--compression"},
       {{"--ladder", "10", "--inline-budget", "1"}, "--inline-budget"},  // via Validate()
-      {{"--zstd-level", "99"}, "--zstd-level"},                          // via Validate()
+      {{"--zstd-level", "99"}, "--zstd-level"},                         // via Validate()
   };
   for (const Case& c : cases) {
     CAPTURE(c.option);
@@ -244,8 +249,9 @@ TEST_CASE("SIGTERM during a long wait exits 0 within 1 s with the cursor at the 
   // Posts 1 and 2 are accepted, post 3 gets 503 with Retry-After: 60.
   REQUIRE(central.Start({"--fail-every", "3", "--fail-status", "503", "--retry-after", "60"}));
   Generate(dir, spool, "100k", "1");
-  DaemonProcess d(dir, kTag, {"forward", "--spool", spool.string(), "--url", Url(central),
-                              "--chunk-bytes", "8k", "--log-json"});
+  DaemonProcess d(dir, kTag,
+                  {"forward", "--spool", spool.string(), "--url", Url(central), "--chunk-bytes",
+                   "8k", "--log-json"});
 
   // Bounded wait until the daemon reports the long pause.
   const auto deadline = std::chrono::steady_clock::now() + kRunTimeout;
@@ -297,14 +303,16 @@ TEST_CASE("fwdsink dead list / requeue / purge round trip") {
   CHECK(all["entries"][0]["status"] == 400);
 
   SUBCASE("filters select, and their twins do not") {
-    REQUIRE(RunDaemon(dir, {"dead", "list", "--spool", sp, "--json", "--status", "400",
-                            "--search", "broken"}, &out) == kExitOk);
+    REQUIRE(RunDaemon(
+                dir,
+                {"dead", "list", "--spool", sp, "--json", "--status", "400", "--search", "broken"},
+                &out) == kExitOk);
     CHECK(nlohmann::json::parse(out)["total"] == 1);
     REQUIRE(RunDaemon(dir, {"dead", "list", "--spool", sp, "--json", "--status", "422"}, &out) ==
             kExitOk);
     CHECK(nlohmann::json::parse(out)["total"] == 0);
-    REQUIRE(RunDaemon(dir, {"dead", "list", "--spool", sp, "--json", "--kind", "horizon"},
-                      &out) == kExitOk);
+    REQUIRE(RunDaemon(dir, {"dead", "list", "--spool", sp, "--json", "--kind", "horizon"}, &out) ==
+            kExitOk);
     CHECK(nlohmann::json::parse(out)["total"] == 0);
     CHECK(RunDaemon(dir, {"dead", "list", "--spool", sp, "--kind", "other"}) == kExitUsage);
   }

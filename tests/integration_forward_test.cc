@@ -30,11 +30,11 @@ using std::chrono::milliseconds;
 
 namespace {
 
-constexpr std::size_t kLine = 50;                // bytes per generated row, '\n' included
-constexpr std::size_t kChunkBytes = 4 * kLine;   // four rows per chunk (identity)
-constexpr auto kCloseBound = 100ms;              // DESIGN: close() returns within ~100 ms
-constexpr auto kSlack = 50ms;                    // scheduling slack below a planned wait
-constexpr auto kLongRung = 5s;                   // a rung a 1 s Retry-After must beat
+constexpr std::size_t kLine = 50;               // bytes per generated row, '\n' included
+constexpr std::size_t kChunkBytes = 4 * kLine;  // four rows per chunk (identity)
+constexpr auto kCloseBound = 100ms;             // DESIGN: close() returns within ~100 ms
+constexpr auto kSlack = 50ms;                   // scheduling slack below a planned wait
+constexpr auto kLongRung = 5s;                  // a rung a 1 s Retry-After must beat
 const std::string kPath = "/v1/ndjson";
 
 // Options for a sink that posts identity-encoded 4-row chunks to `central`.
@@ -117,8 +117,8 @@ TEST_CASE("ServiceUnavailableIsBackpressureRetriedInPlace") {
   const auto rows = WriteRows(path, 6, kLine);  // two chunks
   CentralProcess central(dir / "central");
   // The 2nd POST (the 2nd chunk) gets 503 + Retry-After: 1.
-  REQUIRE(central.Start({"--fail-status", "503", "--fail-every", "2", "--fail-reason",
-                         "maintenance"}));
+  REQUIRE(
+      central.Start({"--fail-status", "503", "--fail-every", "2", "--fail-reason", "maintenance"}));
   auto o = OptionsFor(central, {kLongRung});
   o.compression = fwdsink::Compression::kZstd;  // compressed re-sends must match too
   SinkRun run(o);
@@ -255,8 +255,8 @@ TEST_CASE("RealThrottleEventCarriesStatusReasonAttemptWaitSourceKeyAndPartition"
   const auto rows = WriteRows(path, 8, kLine);  // two 200-byte chunks
   CentralProcess central(dir / "central");
   // One chunk of burst; the second chunk needs one more second of rate.
-  REQUIRE(central.Start({"--rate", std::to_string(kChunkBytes), "--burst",
-                         std::to_string(kChunkBytes)}));
+  REQUIRE(central.Start(
+      {"--rate", std::to_string(kChunkBytes), "--burst", std::to_string(kChunkBytes)}));
   SinkRun run(OptionsFor(central, {kLongRung}));
   const auto r = run.Forward("ev", path);
   REQUIRE(r.outcome == Outcome::kDelivered);
@@ -280,8 +280,8 @@ TEST_CASE("RealThrottleEventCarriesStatusReasonAttemptWaitSourceKeyAndPartition"
   CHECK(Counted(central.received_rows()) == Counted(rows));
   SUBCASE("twin: a burst that fits everything raises no event") {
     CentralProcess roomy(dir / "roomy");
-    REQUIRE(roomy.Start({"--rate", std::to_string(kChunkBytes), "--burst",
-                         std::to_string(4 * kChunkBytes)}));
+    REQUIRE(roomy.Start(
+        {"--rate", std::to_string(kChunkBytes), "--burst", std::to_string(4 * kChunkBytes)}));
     SinkRun run2(OptionsFor(roomy, {kLongRung}));
     REQUIRE(run2.Forward("ev", path).outcome == Outcome::kDelivered);
     CHECK(run2.Named("forward.backpressure").empty());
@@ -294,8 +294,12 @@ TEST_CASE("BigErrorBodiesAreDrainedAndTheReasonStillExtracted") {
   const auto dir = CentralProcess::ScratchDir("it_drain");
   const auto path = dir / "p.ndjson";
   const auto rows = WriteRows(path, 8, kLine);
-  const std::vector<std::string> args = {"--fail-status", "429", "--fail-first", "2",
-                                         "--no-retry-after", "--error-body-bytes",
+  const std::vector<std::string> args = {"--fail-status",
+                                         "429",
+                                         "--fail-first",
+                                         "2",
+                                         "--no-retry-after",
+                                         "--error-body-bytes",
                                          std::to_string(kErrorBody)};
   auto check = [&](CentralProcess& central, SinkRun& run) {
     const auto r = run.Forward("d", path);
@@ -351,8 +355,7 @@ TEST_CASE("CloseCutsAPauseAndAHungRequestShortAndKeepsTheCursor") {
 
   SUBCASE("a 300 s Retry-After pause") {
     CentralProcess central(dir / "pause");
-    REQUIRE(central.Start({"--fail-status", "429", "--fail-every", "2", "--retry-after",
-                           "300"}));
+    REQUIRE(central.Start({"--fail-status", "429", "--fail-every", "2", "--retry-after", "300"}));
     auto o = OptionsFor(central);
     o.backpressure.max_wait = 600s;
     o.backpressure.inline_budget = 900s;
@@ -534,8 +537,8 @@ TEST_CASE("EveryRowArrivesExactlyOnceUnderThrottlingInjectedFailuresAndReplays")
   // A real byte throttle (burst of three chunks, two chunks/s) plus every 4th POST a
   // 503, each answered with Retry-After: 1.
   REQUIRE(central.Start({"--rate", std::to_string(2 * kChunkBytes), "--burst",
-                         std::to_string(3 * kChunkBytes), "--fail-status", "503",
-                         "--fail-every", "4"}));
+                         std::to_string(3 * kChunkBytes), "--fail-status", "503", "--fail-every",
+                         "4"}));
   SinkRun run(OptionsFor(central, {200ms}));
   const auto r = run.Forward("x", path);
   REQUIRE(r.outcome == Outcome::kDelivered);
@@ -543,7 +546,7 @@ TEST_CASE("EveryRowArrivesExactlyOnceUnderThrottlingInjectedFailuresAndReplays")
   CHECK(run.sink().counters().status_503 >= 1);
   CHECK(run.sink().counters().status_429 >= 1);
   const auto log = central.request_log();
-  CHECK(log.size() > 10);             // there were re-sends
+  CHECK(log.size() > 10);  // there were re-sends
   CHECK(CheckResendsIdentical(log) >= 1);
   CHECK(central.received_rows() == rows);
 

@@ -54,9 +54,8 @@ struct Pki {
     const auto log = dir / "openssl.log";
     auto q = [](const std::filesystem::path& p) { return "'" + p.string() + "'"; };
     auto make_ca = [&](const std::string& name, const std::filesystem::path& crt) {
-      return Run("openssl req -x509 " + std::string(kKeyOpts) + " -days " + kDays +
-                     " -subj '/CN=" + name + "' -keyout " + q(dir / (name + ".key")) +
-                     " -out " + q(crt) +
+      return Run("openssl req -x509 " + std::string(kKeyOpts) + " -days " + kDays + " -subj '/CN=" +
+                     name + "' -keyout " + q(dir / (name + ".key")) + " -out " + q(crt) +
                      " -addext basicConstraints=critical,CA:TRUE"
                      " -addext keyUsage=critical,keyCertSign,cRLSign",
                  log);
@@ -73,8 +72,8 @@ struct Pki {
                      q(key) + " -out " + q(csr),
                  log) &&
              Run("openssl x509 -req -in " + q(csr) + " -CA " + q(ca_crt) + " -CAkey " +
-                     q(dir / "test-ca.key") + " -CAcreateserial -days " + kDays +
-                     " -extfile " + q(ext) + " -out " + q(crt),
+                     q(dir / "test-ca.key") + " -CAcreateserial -days " + kDays + " -extfile " +
+                     q(ext) + " -out " + q(crt),
                  log);
     };
     return make_ca("test-ca", ca_crt) && make_ca("other-ca", other_ca_crt) &&
@@ -119,8 +118,8 @@ TEST_CASE("HttpsDeliversOnlyToAVerifiedServer") {
 
   SUBCASE("trusted CA, name localhost: delivered") {
     CentralProcess central(dir / "good");
-    REQUIRE(central.Start({"--tls-cert", pki.good_crt.string(), "--tls-key",
-                           pki.good_key.string()}));
+    REQUIRE(
+        central.Start({"--tls-cert", pki.good_crt.string(), "--tls-key", pki.good_key.string()}));
     SinkRun run(HttpsOptions("localhost", central.port(), pki.ca_crt));
     const auto r = run.Forward("t", path);
     CHECK_MESSAGE(r.outcome == Outcome::kDelivered, r.message);
@@ -134,8 +133,8 @@ TEST_CASE("HttpsDeliversOnlyToAVerifiedServer") {
   }
   SUBCASE("an unrelated CA: tls error, nothing sent") {
     CentralProcess central(dir / "untrusted");
-    REQUIRE(central.Start({"--tls-cert", pki.good_crt.string(), "--tls-key",
-                           pki.good_key.string()}));
+    REQUIRE(
+        central.Start({"--tls-cert", pki.good_crt.string(), "--tls-key", pki.good_key.string()}));
     SinkRun run(HttpsOptions("localhost", central.port(), pki.other_ca_crt));
     const auto r = run.Forward("t", path);
     CHECK(r.outcome == Outcome::kTlsError);
@@ -153,8 +152,8 @@ TEST_CASE("HttpsDeliversOnlyToAVerifiedServer") {
   }
   SUBCASE("a certificate for another host name: tls error, nothing sent") {
     CentralProcess central(dir / "mismatch");
-    REQUIRE(central.Start({"--tls-cert", pki.wrong_crt.string(), "--tls-key",
-                           pki.wrong_key.string()}));
+    REQUIRE(
+        central.Start({"--tls-cert", pki.wrong_crt.string(), "--tls-key", pki.wrong_key.string()}));
     for (const std::string host : {"localhost", "127.0.0.1"}) {
       CAPTURE(host);
       SinkRun run(HttpsOptions(host, central.port(), pki.ca_crt));

@@ -124,11 +124,17 @@ class SinkRun {
     deps.tokens = std::move(tokens);
     deps.on_event = [this](const fwdsink::Event& e) {
       std::lock_guard lock(mu_);
-      events_.push_back({.name = std::string(e.name), .partition = e.partition,
-                         .key = e.key, .status = e.status, .reason = e.reason,
-                         .attempt = e.attempt, .wait = e.wait,
+      events_.push_back({.name = std::string(e.name),
+                         .partition = e.partition,
+                         .key = e.key,
+                         .status = e.status,
+                         .reason = e.reason,
+                         .attempt = e.attempt,
+                         .wait = e.wait,
                          .wait_source = std::string(e.wait_source),
-                         .retry_after = e.retry_after, .begin = e.begin, .end = e.end,
+                         .retry_after = e.retry_after,
+                         .begin = e.begin,
+                         .end = e.end,
                          .message = e.message});
     };
     auto created = fwdsink::ForwardSink::Create(std::move(options), std::move(deps));
@@ -139,14 +145,15 @@ class SinkRun {
   // Forwards `path` as partition `partition` from `begin`, recording every ack.
   fwdsink::ForwardResult Forward(std::string_view partition, const std::filesystem::path& path,
                                  std::uint64_t begin = 0) {
-    return sink_->ForwardPartition(partition, path, begin,
-                                   [this](const fwdsink::AckedChunk& a) {
-                                     std::lock_guard lock(mu_);
-                                     acks_.push_back({.partition = {}, .begin = a.begin,
-                                                      .end = a.end, .rows = a.rows,
-                                                      .duplicate = a.duplicate});
-                                     return true;
-                                   });
+    return sink_->ForwardPartition(partition, path, begin, [this](const fwdsink::AckedChunk& a) {
+      std::lock_guard lock(mu_);
+      acks_.push_back({.partition = {},
+                       .begin = a.begin,
+                       .end = a.end,
+                       .rows = a.rows,
+                       .duplicate = a.duplicate});
+      return true;
+    });
   }
 
   fwdsink::ForwardSink& sink() { return *sink_; }
@@ -169,8 +176,8 @@ class SinkRun {
 
  private:
   mutable std::mutex mu_;
-  std::vector<RecordedEvent> events_;        // guarded by mu_
-  std::vector<fwdsink::AckedChunk> acks_;    // guarded by mu_
+  std::vector<RecordedEvent> events_;      // guarded by mu_
+  std::vector<fwdsink::AckedChunk> acks_;  // guarded by mu_
   std::unique_ptr<fwdsink::ForwardSink> sink_;
 };
 

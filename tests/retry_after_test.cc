@@ -108,8 +108,7 @@ TEST_CASE("Rfc850TwoDigitYearResolvesToRecentPast") {
 }
 
 TEST_CASE("HttpDateFarFutureSaturatesWithoutOverflow") {
-  CHECK(ParseRetryAfter("Fri, 31 Dec 9999 23:59:59 GMT", kNow) ==
-        fwdsink::kRetryAfterSaturation);
+  CHECK(ParseRetryAfter("Fri, 31 Dec 9999 23:59:59 GMT", kNow) == fwdsink::kRetryAfterSaturation);
 }
 
 TEST_CASE("InvalidDateImpossibleCalendarDay") {
@@ -147,8 +146,7 @@ TEST_CASE("InvalidDateMangledFields") {
 TEST_CASE("EveryPrefixAndByteFlipIsTotal") {
   // No input may crash, throw or overflow: feed every prefix and every single-byte
   // corruption of each format (the sanitizer build turns UB into a failure).
-  const std::string samples[] = {"Sun, 06 Nov 1994 08:49:37 GMT",
-                                 "Sunday, 06-Nov-94 08:49:37 GMT",
+  const std::string samples[] = {"Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT",
                                  "Sun Nov  6 08:49:37 1994", "123456789012345678901234"};
   int parsed = 0;
   for (const auto& s : samples) {

@@ -39,11 +39,10 @@ class ScriptedServer {
       Reply r;
       {
         std::unique_lock lock(mu_);
-        requests_.push_back({req.get_header_value(key_header_),
-                             req.get_header_value("Content-Encoding"),
-                             req.get_header_value("Authorization"),
-                             req.get_header_value("Content-Type"),
-                             req.get_header_value("User-Agent"), req.body});
+        requests_.push_back(
+            {req.get_header_value(key_header_), req.get_header_value("Content-Encoding"),
+             req.get_header_value("Authorization"), req.get_header_value("Content-Type"),
+             req.get_header_value("User-Agent"), req.body});
         if (!script_.empty()) {
           r = script_.front();
           script_.pop_front();

@@ -259,10 +259,10 @@ TEST_CASE("Invalid partition names are rejected") {
   const fs::path dir = FreshDir(kSuite, "names");
   auto spool = Spool::Open(dir);
   REQUIRE(spool.ok());
-  for (const std::string& bad : {std::string(""), std::string(".hidden"), std::string(".."),
-                                std::string("a/b"), std::string("../escape"),
-                                std::string("sp ace"), std::string("nul\0x", 5),
-                                std::string("\xc3\xa9t\xc3\xa9"), std::string(201, 'a')}) {
+  for (const std::string& bad :
+       {std::string(""), std::string(".hidden"), std::string(".."), std::string("a/b"),
+        std::string("../escape"), std::string("sp ace"), std::string("nul\0x", 5),
+        std::string("\xc3\xa9t\xc3\xa9"), std::string(201, 'a')}) {
     CAPTURE(bad);
     CHECK(fwdsink::ValidatePartitionName(bad).code() == StatusCode::kInvalidName);
     CHECK(spool->SaveCursor(bad, 0).code() == StatusCode::kInvalidName);
@@ -272,8 +272,8 @@ TEST_CASE("Invalid partition names are rejected") {
   }
   CHECK_FALSE(fs::exists(dir / "escape.cursor"));
   // Twin: ordinary names pass.
-  for (const std::string& good : {std::string(kPartition), std::string("a"),
-                                 std::string("x.y_z-1"), std::string(200, 'a')}) {
+  for (const std::string& good :
+       {std::string(kPartition), std::string("a"), std::string("x.y_z-1"), std::string(200, 'a')}) {
     CAPTURE(good);
     CHECK(fwdsink::ValidatePartitionName(good).ok());
   }

@@ -14,16 +14,16 @@
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using fwdsink::Spool;
-using fwdsink::StatusCode;
 using fwdsink::SpoolWriter;
 using fwdsink::SpoolWriterOptions;
+using fwdsink::StatusCode;
 using fwdsink::test::FreshDir;
 using fwdsink::test::ReadFile;
 
 namespace {
 
 constexpr std::string_view kSuite = "spool_writer_test";  // folder under FWDSINK_TEST_TMP
-constexpr std::string_view kRow10 = "0123456789";  // 11 bytes with its newline
+constexpr std::string_view kRow10 = "0123456789";         // 11 bytes with its newline
 constexpr auto kMaxAge = 10s;
 
 // A monotonic clock that moves only when told to.

@@ -106,7 +106,10 @@ TEST_CASE("A Result built from an OK status holds kInternal, not an empty succes
   CHECK(r.status().code() == StatusCode::kInternal);
 #else
   // Debug builds stop at the bug instead (FWDSINK_DCHECK in the constructor).
-  CHECK(DiesWithAbort([] { const Result<int> r = fwdsink::OkStatus(); (void)r; }));
+  CHECK(DiesWithAbort([] {
+    const Result<int> r = fwdsink::OkStatus();
+    (void)r;
+  }));
 #endif
 }
 

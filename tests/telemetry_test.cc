@@ -82,8 +82,7 @@ TEST_CASE("event JSON: fields in the documented order, absent ones left out") {
   }
   SUBCASE("control characters and quotes are escaped") {
     fwdsink::Event e{.name = fwdsink::events::kForwardError, .message = "a \"b\"\n\tc\x01"};
-    CHECK(fwdsink::ToJson(e) ==
-          R"({"event":"forward.error","message":"a \"b\"\n\tc\u0001"})");
+    CHECK(fwdsink::ToJson(e) == R"({"event":"forward.error","message":"a \"b\"\n\tc\u0001"})");
   }
 }
 
@@ -152,8 +151,7 @@ TEST_CASE("driver counters: overload_level is the one gauge") {
   CHECK(gauges == std::vector<std::string>{"overload_level"});
   CHECK(counters == std::vector<std::string>{"ticks", "partitions_delivered", "respools",
                                              "poisoned_chunks", "horizon_give_ups",
-                                             "torn_partitions", "cursor_corrupt",
-                                             "spool_errors"});
+                                             "torn_partitions", "cursor_corrupt", "spool_errors"});
   CHECK(fwdsink::to_string(CounterKind::kGauge) == "gauge");
   CHECK(fwdsink::to_string(CounterKind::kCounter) == "counter");
   CHECK(fwdsink::ToJson(s) ==

@@ -31,8 +31,7 @@ TEST_CASE("FormatRfc3339 writes UTC with milliseconds by default") {
 TEST_CASE("FormatRfc3339 with seconds precision drops the fraction") {
   CHECK(FormatRfc3339(At(kSampleMs), TimePrecision::kSeconds) == "2026-11-30T10:21:24Z");
   SUBCASE("twin: milliseconds precision keeps it") {
-    CHECK(FormatRfc3339(At(kSampleMs), TimePrecision::kMilliseconds) ==
-          "2026-11-30T10:21:24.123Z");
+    CHECK(FormatRfc3339(At(kSampleMs), TimePrecision::kMilliseconds) == "2026-11-30T10:21:24.123Z");
   }
 }
 

@@ -22,8 +22,8 @@ using std::chrono::milliseconds;
 namespace {
 
 // Thu, 01 Jan 2026 00:00:00 GMT: the system time HTTP-dates are measured against.
-const fwdsink::SystemTime kNow = std::chrono::sys_days{std::chrono::year{2026} /
-                                                        std::chrono::January / 1};
+const fwdsink::SystemTime kNow =
+    std::chrono::sys_days{std::chrono::year{2026} / std::chrono::January / 1};
 constexpr std::string_view kReasonBody = R"({"error":"x","details":{"reason":"byte_rate"}})";
 
 // One row: what came back, and the verdict expected for it.
@@ -33,12 +33,12 @@ struct Row {
   Action action;
   int status = 0;
   std::string reason{};
-  std::optional<milliseconds> retry_after{};   // kRetryInPlace
+  std::optional<milliseconds> retry_after{};  // kRetryInPlace
   RetryCause cause = RetryCause::kBackpressure;
   bool duplicate = false;
   RespoolReason respool = RespoolReason::kNone;
   StopCause stop = StopCause::kAborted;
-  std::string message{};                       // checked when not empty
+  std::string message{};  // checked when not empty
 };
 
 Attempt Http(int status, std::string_view body = {}, std::uint64_t rows = 1) {
@@ -66,24 +66,70 @@ std::vector<Row> AcknowledgedRows() {
   return {
       {"200 empty body", Http(200), Action::kAcknowledge, 200},
       {"201 accepted", Http(201, R"({"status":"accepted"})"), Action::kAcknowledge, 201},
-      {"200 duplicate body", Http(200, R"({"status":"duplicate"})"), Action::kAcknowledge,
-       200, {}, {}, {}, /*duplicate=*/true},
-      {"204 truncated duplicate", Http(204, R"({"status" : "duplicate", "pad":"xx)"),
-       Action::kAcknowledge, 204, {}, {}, {}, /*duplicate=*/true},
+      {"200 duplicate body",
+       Http(200, R"({"status":"duplicate"})"),
+       Action::kAcknowledge,
+       200,
+       {},
+       {},
+       {},
+       /*duplicate=*/true},
+      {"204 truncated duplicate",
+       Http(204, R"({"status" : "duplicate", "pad":"xx)"),
+       Action::kAcknowledge,
+       204,
+       {},
+       {},
+       {},
+       /*duplicate=*/true},
   };
 }
 
 std::vector<Row> AuthRows() {
   return {
-      {"401 with a provider, first time", Unauthorized(true, false), Action::kRefreshToken,
-       401, "", {}, {}, false, {}, {}, "401: asking for a fresh token"},
-      {"401 after a refresh", Unauthorized(true, true), Action::kStop, 401, "unauthorized",
-       {}, {}, false, {}, StopCause::kAuth, "401 again after a token refresh"},
-      {"401 without a provider", Unauthorized(false, false), Action::kStop, 401,
-       "unauthorized", {}, {}, false, {}, StopCause::kAuth,
+      {"401 with a provider, first time",
+       Unauthorized(true, false),
+       Action::kRefreshToken,
+       401,
+       "",
+       {},
+       {},
+       false,
+       {},
+       {},
+       "401: asking for a fresh token"},
+      {"401 after a refresh",
+       Unauthorized(true, true),
+       Action::kStop,
+       401,
+       "unauthorized",
+       {},
+       {},
+       false,
+       {},
+       StopCause::kAuth,
+       "401 again after a token refresh"},
+      {"401 without a provider",
+       Unauthorized(false, false),
+       Action::kStop,
+       401,
+       "unauthorized",
+       {},
+       {},
+       false,
+       {},
+       StopCause::kAuth,
        "401 and no token provider to refresh from"},
-      {"401 with a reason", Unauthorized(false, false, R"({"reason":"token_expired"})"),
-       Action::kStop, 401, "token_expired", {}, {}, false, {}, StopCause::kAuth},
+      {"401 with a reason",
+       Unauthorized(false, false, R"({"reason":"token_expired"})"),
+       Action::kStop,
+       401,
+       "token_expired",
+       {},
+       {},
+       false,
+       {},
+       StopCause::kAuth},
   };
 }
 
@@ -92,11 +138,11 @@ std::vector<Row> MalformedRows() {
   for (int status : {400, 413, 422}) {
     const std::string code = "http_" + std::to_string(status);
     rows.push_back({code + " one row", Http(status, {}, 1), Action::kPoison, status, code});
-    rows.push_back({code + " one row with reason", Http(status, kReasonBody, 1),
-                    Action::kPoison, status, "byte_rate"});
-    rows.push_back({code + " two rows", Http(status, {}, 2), Action::kSplit, status, ""});
-    rows.push_back({code + " many rows", Http(status, kReasonBody, 1000), Action::kSplit,
+    rows.push_back({code + " one row with reason", Http(status, kReasonBody, 1), Action::kPoison,
                     status, "byte_rate"});
+    rows.push_back({code + " two rows", Http(status, {}, 2), Action::kSplit, status, ""});
+    rows.push_back({code + " many rows", Http(status, kReasonBody, 1000), Action::kSplit, status,
+                    "byte_rate"});
   }
   return rows;
 }
@@ -107,8 +153,8 @@ std::vector<Row> BackpressureRows() {
     const std::string s = std::to_string(status);
     const auto row = [&](std::string name, std::optional<std::string_view> header,
                          std::optional<milliseconds> parsed) {
-      rows.push_back({s + " " + name, Throttled(status, header), Action::kRetryInPlace,
-                      status, "byte_rate", parsed, RetryCause::kBackpressure});
+      rows.push_back({s + " " + name, Throttled(status, header), Action::kRetryInPlace, status,
+                      "byte_rate", parsed, RetryCause::kBackpressure});
     };
     row("without Retry-After", std::nullopt, std::nullopt);
     row("Retry-After 5", "5", 5s);
@@ -117,8 +163,8 @@ std::vector<Row> BackpressureRows() {
     row("Retry-After negative", "-5", std::nullopt);
     row("Retry-After future date", "Thu, 01 Jan 2026 00:00:10 GMT", 10s);
     row("Retry-After past date", "Wed, 31 Dec 2025 23:59:00 GMT", std::nullopt);
-    rows.push_back({s + " no body reason", Http(status), Action::kRetryInPlace, status,
-                    "http_" + s, std::nullopt, RetryCause::kBackpressure});
+    rows.push_back({s + " no body reason", Http(status), Action::kRetryInPlace, status, "http_" + s,
+                    std::nullopt, RetryCause::kBackpressure});
   }
   return rows;
 }
@@ -132,12 +178,19 @@ std::vector<Row> ServerAndClientRows() {
   // A Retry-After on another 5xx is not ours to honour: the ladder decides.
   Attempt with_header = Http(500);
   with_header.retry_after = "5";
-  rows.push_back({"500 with Retry-After", with_header, Action::kRetryInPlace, 500,
-                  "http_500", std::nullopt, RetryCause::kServer});
+  rows.push_back({"500 with Retry-After", with_header, Action::kRetryInPlace, 500, "http_500",
+                  std::nullopt, RetryCause::kServer});
   for (int status : {404, 405, 415, 301, 302, 304, 100, 409}) {
-    rows.push_back({std::to_string(status), Http(status), Action::kRespool, status,
-                    "http_" + std::to_string(status), std::nullopt, {}, false,
-                    RespoolReason::kClientError, {},
+    rows.push_back({std::to_string(status),
+                    Http(status),
+                    Action::kRespool,
+                    status,
+                    "http_" + std::to_string(status),
+                    std::nullopt,
+                    {},
+                    false,
+                    RespoolReason::kClientError,
+                    {},
                     "unexpected HTTP " + std::to_string(status)});
   }
   return rows;
@@ -145,16 +198,41 @@ std::vector<Row> ServerAndClientRows() {
 
 std::vector<Row> TransportRows() {
   std::vector<Row> rows;
-  for (TransportError e : {TransportError::kConnect, TransportError::kTimeout,
-                           TransportError::kIo, TransportError::kProtocol}) {
-    rows.push_back({"transport " + std::string(to_string(e)), Broken(e), Action::kRetryInPlace,
-                    0, "transport_" + std::string(to_string(e)), std::nullopt,
-                    RetryCause::kTransport, false, {}, {}, "it broke"});
+  for (TransportError e : {TransportError::kConnect, TransportError::kTimeout, TransportError::kIo,
+                           TransportError::kProtocol}) {
+    rows.push_back({"transport " + std::string(to_string(e)),
+                    Broken(e),
+                    Action::kRetryInPlace,
+                    0,
+                    "transport_" + std::string(to_string(e)),
+                    std::nullopt,
+                    RetryCause::kTransport,
+                    false,
+                    {},
+                    {},
+                    "it broke"});
   }
-  rows.push_back({"tls", Broken(TransportError::kTls), Action::kStop, 0, "tls", std::nullopt,
-                  {}, false, {}, StopCause::kTls, "it broke"});
-  rows.push_back({"aborted", Broken(TransportError::kAborted), Action::kStop, 0, "",
-                  std::nullopt, {}, false, {}, StopCause::kAborted});
+  rows.push_back({"tls",
+                  Broken(TransportError::kTls),
+                  Action::kStop,
+                  0,
+                  "tls",
+                  std::nullopt,
+                  {},
+                  false,
+                  {},
+                  StopCause::kTls,
+                  "it broke"});
+  rows.push_back({"aborted",
+                  Broken(TransportError::kAborted),
+                  Action::kStop,
+                  0,
+                  "",
+                  std::nullopt,
+                  {},
+                  false,
+                  {},
+                  StopCause::kAborted});
   return rows;
 }
 
@@ -186,15 +264,11 @@ void CheckRows(const std::vector<Row>& rows) {
 
 TEST_CASE("VerdictTable") {
   SUBCASE("2xx: acknowledged, duplicate or not") { CheckRows(AcknowledgedRows()); }
-  SUBCASE("401: refresh once when a provider exists, then an auth stop") {
-    CheckRows(AuthRows());
-  }
+  SUBCASE("401: refresh once when a provider exists, then an auth stop") { CheckRows(AuthRows()); }
   SUBCASE("400/413/422: split two rows or more, poison a single row") {
     CheckRows(MalformedRows());
   }
-  SUBCASE("429/503: retry in place, positive Retry-After only") {
-    CheckRows(BackpressureRows());
-  }
+  SUBCASE("429/503: retry in place, positive Retry-After only") { CheckRows(BackpressureRows()); }
   SUBCASE("other 5xx retry in place; 3xx/404/405/415/...: respool") {
     CheckRows(ServerAndClientRows());
   }
@@ -215,15 +289,13 @@ TEST_CASE("VerdictIsPureTheSameAttemptGetsTheSameVerdict") {
 }
 
 TEST_CASE("RespoolReasonForEachRetryCause") {
-  CHECK(fwdsink::RespoolReasonFor(RetryCause::kBackpressure) ==
-        RespoolReason::kBudgetExhausted);
+  CHECK(fwdsink::RespoolReasonFor(RetryCause::kBackpressure) == RespoolReason::kBudgetExhausted);
   CHECK(fwdsink::RespoolReasonFor(RetryCause::kTransport) == RespoolReason::kTransportError);
   CHECK(fwdsink::RespoolReasonFor(RetryCause::kServer) == RespoolReason::kServerError);
 }
 
 TEST_CASE("ExtractReasonFindsTheLimiterEvenInATruncatedBody") {
-  CHECK(fwdsink::ExtractReason(R"({"error":"x","details":{"reason":"byte_rate"}})") ==
-        "byte_rate");
+  CHECK(fwdsink::ExtractReason(R"({"error":"x","details":{"reason":"byte_rate"}})") == "byte_rate");
   CHECK(fwdsink::ExtractReason(R"({"data":{"reason":"concurrency"}})") == "concurrency");
   CHECK(fwdsink::ExtractReason(R"({"details":{"reason":"req_rate"},"pad":"xxxxxxxx)") ==
         "req_rate");

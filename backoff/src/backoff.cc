@@ -52,7 +52,7 @@ Status Validate(const BackpressurePolicy& p) {
   for (std::size_t i = 0; i < p.ladder.size(); ++i) {
     if (p.ladder[i] <= milliseconds::zero()) {
       return Status::Config("ladder[" + std::to_string(i) + "]",
-                          "every rung must be a positive duration");
+                            "every rung must be a positive duration");
     }
   }
   if (p.max_wait <= milliseconds::zero()) {

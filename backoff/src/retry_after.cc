@@ -11,11 +11,10 @@ using std::chrono::system_clock;
 
 constexpr std::array<std::string_view, 7> kShortDays = {"Sun", "Mon", "Tue", "Wed",
                                                         "Thu", "Fri", "Sat"};
-constexpr std::array<std::string_view, 7> kLongDays = {
-    "Sunday", "Monday", "Tuesday", "Wednesday", "Thursday", "Friday", "Saturday"};
-constexpr std::array<std::string_view, 12> kMonths = {"Jan", "Feb", "Mar", "Apr",
-                                                      "May", "Jun", "Jul", "Aug",
-                                                      "Sep", "Oct", "Nov", "Dec"};
+constexpr std::array<std::string_view, 7> kLongDays = {"Sunday",   "Monday", "Tuesday", "Wednesday",
+                                                       "Thursday", "Friday", "Saturday"};
+constexpr std::array<std::string_view, 12> kMonths = {"Jan", "Feb", "Mar", "Apr", "May", "Jun",
+                                                      "Jul", "Aug", "Sep", "Oct", "Nov", "Dec"};
 
 bool IsOws(char c) { return c == ' ' || c == '\t'; }
 bool IsDigit(char c) { return c >= '0' && c <= '9'; }
@@ -71,28 +70,26 @@ struct Fields {
 
 // time-of-day = hour ":" minute ":" second, each 2DIGIT.
 bool TimeOfDay(Scanner& sc, Fields& f) {
-  return sc.Digits(2, &f.hour) && sc.Literal(":") && sc.Digits(2, &f.minute) &&
-         sc.Literal(":") && sc.Digits(2, &f.second);
+  return sc.Digits(2, &f.hour) && sc.Literal(":") && sc.Digits(2, &f.minute) && sc.Literal(":") &&
+         sc.Digits(2, &f.second);
 }
 
 // IMF-fixdate: Sun, 06 Nov 1994 08:49:37 GMT
 bool ImfFixdate(std::string_view s, Fields& f) {
   Scanner sc(s);
   int wd = 0;
-  return sc.OneOf(kShortDays, &wd) && sc.Literal(", ") && sc.Digits(2, &f.day) &&
-         sc.Literal(" ") && sc.OneOf(kMonths, &f.month) && sc.Literal(" ") &&
-         sc.Digits(4, &f.year) && sc.Literal(" ") && TimeOfDay(sc, f) &&
-         sc.Literal(" GMT") && sc.done();
+  return sc.OneOf(kShortDays, &wd) && sc.Literal(", ") && sc.Digits(2, &f.day) && sc.Literal(" ") &&
+         sc.OneOf(kMonths, &f.month) && sc.Literal(" ") && sc.Digits(4, &f.year) &&
+         sc.Literal(" ") && TimeOfDay(sc, f) && sc.Literal(" GMT") && sc.done();
 }
 
 // rfc850-date: Sunday, 06-Nov-94 08:49:37 GMT
 bool Rfc850(std::string_view s, Fields& f, int now_year) {
   Scanner sc(s);
   int wd = 0, yy = 0;
-  if (!(sc.OneOf(kLongDays, &wd) && sc.Literal(", ") && sc.Digits(2, &f.day) &&
-        sc.Literal("-") && sc.OneOf(kMonths, &f.month) && sc.Literal("-") &&
-        sc.Digits(2, &yy) && sc.Literal(" ") && TimeOfDay(sc, f) &&
-        sc.Literal(" GMT") && sc.done())) {
+  if (!(sc.OneOf(kLongDays, &wd) && sc.Literal(", ") && sc.Digits(2, &f.day) && sc.Literal("-") &&
+        sc.OneOf(kMonths, &f.month) && sc.Literal("-") && sc.Digits(2, &yy) && sc.Literal(" ") &&
+        TimeOfDay(sc, f) && sc.Literal(" GMT") && sc.done())) {
     return false;
   }
   // RFC 9110 §5.6.7: a two-digit year that appears to be more than 50 years in the
@@ -116,8 +113,8 @@ bool Asctime(std::string_view s, Fields& f) {
   } else if (!sc.Digits(2, &f.day)) {
     return false;
   }
-  return sc.Literal(" ") && TimeOfDay(sc, f) && sc.Literal(" ") &&
-         sc.Digits(4, &f.year) && sc.done();
+  return sc.Literal(" ") && TimeOfDay(sc, f) && sc.Literal(" ") && sc.Digits(4, &f.year) &&
+         sc.done();
 }
 
 std::optional<std::chrono::sys_seconds> ToTimePoint(const Fields& f) {
@@ -150,8 +147,7 @@ std::optional<std::chrono::sys_seconds> ParseHttpDate(std::string_view value) {
   return ParseDate(TrimOws(value), system_clock::now());
 }
 
-std::optional<milliseconds> ParseRetryAfter(std::string_view value,
-                                            system_clock::time_point now) {
+std::optional<milliseconds> ParseRetryAfter(std::string_view value, system_clock::time_point now) {
   const std::string_view v = TrimOws(value);
   if (v.empty()) return std::nullopt;
 

@@ -82,8 +82,8 @@ int main(int argc, char** argv) {
 
   std::unique_ptr<httplib::Server> server;
   if (options.tls_cert) {
-    server = std::make_unique<httplib::SSLServer>(options.tls_cert->c_str(),
-                                                  options.tls_key->c_str());
+    server =
+        std::make_unique<httplib::SSLServer>(options.tls_cert->c_str(), options.tls_key->c_str());
   } else {
     server = std::make_unique<httplib::Server>();
   }
@@ -111,8 +111,8 @@ int main(int argc, char** argv) {
     port = -1;
   }
   if (port <= 0) {
-    std::cerr << "fwdsink-central: --listen: cannot bind " << options.host << ":"
-              << options.port << "\n";
+    std::cerr << "fwdsink-central: --listen: cannot bind " << options.host << ":" << options.port
+              << "\n";
     return kExitFailure;
   }
   std::cout << "listening on " << options.host << ":" << port << std::endl;
@@ -123,8 +123,8 @@ int main(int argc, char** argv) {
 
   std::mutex done_mu;
   std::condition_variable done_cv;
-  bool done = false;       // guarded by done_mu
-  bool stopping = false;   // guarded by done_mu
+  bool done = false;      // guarded by done_mu
+  bool stopping = false;  // guarded by done_mu
   std::thread listener([&] {
     server->listen_after_bind();
     bool unexpected = false;

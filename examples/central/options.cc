@@ -75,8 +75,9 @@ ParseResult ParseOptions(const std::vector<std::string>& args) {
       {"--listen",
        [&](const std::string& flag, const std::string& value) {
          auto colon = value.rfind(':');
-         auto port = colon == std::string::npos ? std::nullopt
-                                                : ParseU64(std::string_view(value).substr(colon + 1));
+         auto port = colon == std::string::npos
+                         ? std::nullopt
+                         : ParseU64(std::string_view(value).substr(colon + 1));
          if (!port || *port > 65535 || colon == 0) {
            fail(flag, "expected HOST:PORT, got '" + value + "'");
            return;
@@ -103,8 +104,7 @@ ParseResult ParseOptions(const std::vector<std::string>& args) {
          o.token = v;
        }},
       {"--token-file", [&](const std::string&, const std::string& v) { o.token_file = v; }},
-      {"--token-ttl",
-       number([&](std::uint64_t n) { o.token_ttl = std::chrono::seconds(n); }, 1)},
+      {"--token-ttl", number([&](std::uint64_t n) { o.token_ttl = std::chrono::seconds(n); }, 1)},
       {"--max-body", number([&](std::uint64_t n) { o.max_body = n; }, 1)},
       {"--tls-cert", [&](const std::string&, const std::string& v) { o.tls_cert = v; }},
       {"--tls-key", [&](const std::string&, const std::string& v) { o.tls_key = v; }},
@@ -156,9 +156,12 @@ ParseResult ParseOptions(const std::vector<std::string>& args) {
   // Combinations, checked up front so a typo never yields a silently different server.
   if (error.empty()) {
     const bool any_selector = o.fail_every || o.fail_first || o.fail_for;
-    if (o.out_dir.empty()) fail("--out", "is required");
-    else if (o.burst_bytes && !o.rate_bytes_per_sec) fail("--burst", "needs --rate");
-    else if (o.token && o.token_file) fail("--token-file", "cannot be combined with --token");
+    if (o.out_dir.empty())
+      fail("--out", "is required");
+    else if (o.burst_bytes && !o.rate_bytes_per_sec)
+      fail("--burst", "needs --rate");
+    else if (o.token && o.token_file)
+      fail("--token-file", "cannot be combined with --token");
     else if (o.token_ttl && !o.token && !o.token_file)
       fail("--token-ttl", "needs --token or --token-file");
     else if (o.tls_cert.has_value() != o.tls_key.has_value())

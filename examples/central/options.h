@@ -17,9 +17,9 @@ namespace central {
 // Everything the receiver can be told on its command line. Plain data; see Usage() for
 // the meaning of each flag.
 struct Options {
-  std::string host = "127.0.0.1";  // --listen HOST:PORT
-  int port = 0;                    // 0 = ephemeral
-  std::filesystem::path out_dir;   // --out DIR (required)
+  std::string host = "127.0.0.1";                  // --listen HOST:PORT
+  int port = 0;                                    // 0 = ephemeral
+  std::filesystem::path out_dir;                   // --out DIR (required)
   std::optional<std::filesystem::path> port_file;  // --port-file FILE
   std::string key_header = "Idempotency-Key";      // --key-header NAME
 
@@ -28,9 +28,9 @@ struct Options {
   std::optional<std::uint64_t> burst_bytes;         // --burst (default: one second of rate)
 
   // Bearer auth: a fixed token, or the current content of a file re-read per request.
-  std::optional<std::string> token;                      // --token
-  std::optional<std::filesystem::path> token_file;       // --token-file
-  std::optional<std::chrono::seconds> token_ttl;         // --token-ttl
+  std::optional<std::string> token;                 // --token
+  std::optional<std::filesystem::path> token_file;  // --token-file
+  std::optional<std::chrono::seconds> token_ttl;    // --token-ttl
 
   std::uint64_t max_body = 64ull << 20;  // --max-body: wire and decoded limit
 
@@ -38,14 +38,14 @@ struct Options {
   std::optional<std::filesystem::path> tls_key;   // --tls-key
 
   // Fault injection. A POST is failed when any selector matches.
-  std::optional<int> fail_status;                      // --fail-status
-  std::optional<std::uint64_t> fail_every;             // --fail-every N
-  std::optional<std::uint64_t> fail_first;             // --fail-first N
-  std::optional<std::chrono::milliseconds> fail_for;   // --fail-for-ms MS
-  std::string fail_reason = "injected";                // --fail-reason
-  std::optional<std::string> retry_after_raw;          // --retry-after RAW
-  bool no_retry_after = false;                         // --no-retry-after
-  std::size_t error_body_bytes = 0;                    // --error-body-bytes N
+  std::optional<int> fail_status;                         // --fail-status
+  std::optional<std::uint64_t> fail_every;                // --fail-every N
+  std::optional<std::uint64_t> fail_first;                // --fail-first N
+  std::optional<std::chrono::milliseconds> fail_for;      // --fail-for-ms MS
+  std::string fail_reason = "injected";                   // --fail-reason
+  std::optional<std::string> retry_after_raw;             // --retry-after RAW
+  bool no_retry_after = false;                            // --no-retry-after
+  std::size_t error_body_bytes = 0;                       // --error-body-bytes N
   std::optional<std::chrono::milliseconds> header_delay;  // --header-delay-ms MS
   std::optional<std::uint64_t> header_delay_every;        // --header-delay-every N
 

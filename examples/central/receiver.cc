@@ -162,9 +162,7 @@ Receiver::~Receiver() {
 
 void Receiver::Register(httplib::Server& server) {
   server.Post(".*", [this](const httplib::Request& req, httplib::Response& res,
-                           const httplib::ContentReader& reader) {
-    HandlePost(req, res, reader);
-  });
+                           const httplib::ContentReader& reader) { HandlePost(req, res, reader); });
   server.Get("/stats", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(StatsJson(), "application/json");
   });
@@ -247,8 +245,9 @@ Decision Receiver::Decide(const httplib::Request& req, std::uint64_t post_number
   }
   if (auto refused = CheckAuth(req)) return *refused;
 
-  const std::string media = Lower(Trim(req.get_header_value("Content-Type").substr(
-      0, req.get_header_value("Content-Type").find(';'))));
+  const std::string media =
+      Lower(Trim(req.get_header_value("Content-Type")
+                     .substr(0, req.get_header_value("Content-Type").find(';'))));
   if (media != kNdjson) {
     return Refuse(415, "unsupported media type", "unsupported_media_type", false);
   }
@@ -274,12 +273,9 @@ Decision Receiver::Decide(const httplib::Request& req, std::uint64_t post_number
   std::string decoded;
   if (zstd) {
     switch (ZstdDecode(wire, options_.max_body, &decoded)) {
-      case DecodeError::kNone:
-        break;
-      case DecodeError::kTooLarge:
-        return Refuse(413, "payload too large", "max_body", false);
-      case DecodeError::kBadEncoding:
-        return Refuse(400, "bad encoding", "bad_encoding", false);
+      case DecodeError::kNone: break;
+      case DecodeError::kTooLarge: return Refuse(413, "payload too large", "max_body", false);
+      case DecodeError::kBadEncoding: return Refuse(400, "bad encoding", "bad_encoding", false);
     }
   } else {
     decoded = wire;
@@ -300,9 +296,7 @@ Decision Receiver::Decide(const httplib::Request& req, std::uint64_t post_number
 
 std::optional<Decision> Receiver::CheckAuth(const httplib::Request& req) {
   if (!options_.token && !options_.token_file) return std::nullopt;
-  auto refuse = [this](const char* reason) {
-    return Refuse(401, "unauthorized", reason, false);
-  };
+  auto refuse = [this](const char* reason) { return Refuse(401, "unauthorized", reason, false); };
   const std::string header = req.get_header_value("Authorization");
   if (header.empty()) return refuse("missing_token");
   constexpr std::string_view kBearer = "bearer ";
@@ -394,8 +388,7 @@ Decision Receiver::Admit(const std::string& key, const std::string& wire,
 }
 
 void Receiver::Apply(const httplib::Request& req, httplib::Response& res, Decision d,
-                     const std::string& key, const std::string& wire,
-                     const std::string& encoding) {
+                     const std::string& key, const std::string& wire, const std::string& encoding) {
   res.status = d.status;
   if (IsBackpressure(d.status) && !options_.no_retry_after) {
     auto value = options_.retry_after_raw ? options_.retry_after_raw : d.retry_after;
@@ -404,28 +397,34 @@ void Receiver::Apply(const httplib::Request& req, httplib::Response& res, Decisi
   res.set_content(d.body, "application/json");
 
   std::lock_guard lock(mu_);
-  if (d.reason == "accepted") ++stats_.accepted_chunks;
-  else if (d.reason == "duplicate") ++stats_.duplicate_chunks;
-  else if (d.reason == "byte_rate") ++stats_.throttled;
-  else if (d.reason == "shutting_down") ++stats_.shutting_down;
-  else if (d.reason == "storage_error") ++stats_.storage_errors;
-  else if (d.status == 401) ++stats_.unauthorized;
-  else if (d.status == 413) ++stats_.too_large;
-  else if (d.status == 415) ++stats_.unsupported;
-  else if (d.status == 400) ++stats_.bad_request;
-  else ++stats_.injected;  // the only remaining source of a decision
+  if (d.reason == "accepted")
+    ++stats_.accepted_chunks;
+  else if (d.reason == "duplicate")
+    ++stats_.duplicate_chunks;
+  else if (d.reason == "byte_rate")
+    ++stats_.throttled;
+  else if (d.reason == "shutting_down")
+    ++stats_.shutting_down;
+  else if (d.reason == "storage_error")
+    ++stats_.storage_errors;
+  else if (d.status == 401)
+    ++stats_.unauthorized;
+  else if (d.status == 413)
+    ++stats_.too_large;
+  else if (d.status == 415)
+    ++stats_.unsupported;
+  else if (d.status == 400)
+    ++stats_.bad_request;
+  else
+    ++stats_.injected;  // the only remaining source of a decision
 
   if (request_log_ != nullptr) {  // @ref LLP 0011#request-log
     const auto t_ms =
         std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - start_).count();
-    json line = {{"t_ms", t_ms},
-                 {"path", req.path},
-                 {"key", key},
-                 {"status", d.status},
-                 {"body_bytes", wire.size()},
-                 {"body_fnv1a", Fnv1aHex(wire)},
-                 {"encoding", encoding},
-                 {"reason", d.reason}};
+    json line = {
+        {"t_ms", t_ms},         {"path", req.path},          {"key", key},
+        {"status", d.status},   {"body_bytes", wire.size()}, {"body_fnv1a", Fnv1aHex(wire)},
+        {"encoding", encoding}, {"reason", d.reason}};
     const std::string text = line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
     std::fwrite(text.data(), 1, text.size(), request_log_);
     std::fflush(request_log_);

@@ -28,8 +28,8 @@ namespace central {
 // turns it into the HTTP response, the stats and the request-log line.
 struct Decision {
   int status = 200;
-  std::string reason;  // logged; for errors also the JSON details.reason
-  std::string body;    // JSON response body
+  std::string reason;                      // logged; for errors also the JSON details.reason
+  std::string body;                        // JSON response body
   std::optional<std::string> retry_after;  // default value for 429/503, before overrides
   std::uint64_t rows = 0;
 };
@@ -38,8 +38,7 @@ class Receiver {
  public:
   // Creates DIR, loads DIR/keys.log, opens the output files. Returns nullptr and sets
   // *error when a file cannot be opened.
-  [[nodiscard]] static std::unique_ptr<Receiver> Create(const Options& options,
-                                                        std::string* error);
+  [[nodiscard]] static std::unique_ptr<Receiver> Create(const Options& options, std::string* error);
   ~Receiver();
   Receiver(const Receiver&) = delete;
   Receiver& operator=(const Receiver&) = delete;
@@ -61,8 +60,8 @@ class Receiver {
   void HandlePost(const httplib::Request& req, httplib::Response& res,
                   const httplib::ContentReader& reader);
   // Decides the POST numbered post_number once its wire body has been read.
-  Decision Decide(const httplib::Request& req, std::uint64_t post_number,
-                  const std::string& wire, bool read_ok, bool wire_too_large);
+  Decision Decide(const httplib::Request& req, std::uint64_t post_number, const std::string& wire,
+                  bool read_ok, bool wire_too_large);
   [[nodiscard]] std::optional<Decision> CheckAuth(const httplib::Request& req);
   [[nodiscard]] bool IsInjected(std::uint64_t post_number) const;
   [[nodiscard]] bool DelayApplies(std::uint64_t post_number) const;
@@ -74,17 +73,16 @@ class Receiver {
   // Builds an error decision with the JSON body {"error":..,"details":{"reason":..}}.
   Decision Refuse(int status, const std::string& error, const std::string& reason,
                   bool padded) const;
-  std::string ErrorBody(const std::string& error, const std::string& reason,
-                        bool padded) const;
+  std::string ErrorBody(const std::string& error, const std::string& reason, bool padded) const;
   std::string StatsJson();
 
   const Options options_;
   const std::chrono::steady_clock::time_point start_;
 
   std::mutex mu_;
-  std::FILE* received_ = nullptr;     // guarded by mu_
-  std::FILE* keys_ = nullptr;         // guarded by mu_
-  std::FILE* request_log_ = nullptr;  // guarded by mu_
+  std::FILE* received_ = nullptr;              // guarded by mu_
+  std::FILE* keys_ = nullptr;                  // guarded by mu_
+  std::FILE* request_log_ = nullptr;           // guarded by mu_
   std::unordered_set<std::string> keys_seen_;  // guarded by mu_
   // Token value -> when it was first presented (for --token-ttl). Guarded by mu_.
   std::unordered_map<std::string, std::chrono::steady_clock::time_point> token_first_seen_;
@@ -95,9 +93,9 @@ class Receiver {
 
   struct Stats {
     std::uint64_t requests = 0, accepted_chunks = 0, duplicate_chunks = 0, accepted_rows = 0,
-                  throttled = 0, injected = 0, unauthorized = 0, too_large = 0,
-                  bad_request = 0, unsupported = 0, shutting_down = 0, storage_errors = 0,
-                  bytes = 0, decoded_bytes = 0;
+                  throttled = 0, injected = 0, unauthorized = 0, too_large = 0, bad_request = 0,
+                  unsupported = 0, shutting_down = 0, storage_errors = 0, bytes = 0,
+                  decoded_bytes = 0;
   } stats_;  // guarded by mu_
 
   std::mutex stop_mu_;

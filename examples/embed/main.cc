@@ -25,7 +25,11 @@ int main(int argc, char** argv) {
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  std::thread stopper([&] { int sig = 0; sigwait(&set, &sig); driver->Close(); });
+  std::thread stopper([&] {
+    int sig = 0;
+    sigwait(&set, &sig);
+    driver->Close();
+  });
   driver->Run();
   if (!driver->closed()) driver->Close();
   pthread_kill(stopper.native_handle(), SIGTERM);  // wake the waiter if Run() ended first

@@ -19,8 +19,7 @@ std::string Iso8601(std::chrono::system_clock::time_point t) {
 }
 
 int ExitFor(const fwdsink::Status& s) {
-  return s.code() == fwdsink::StatusCode::kNotFound ||
-                 s.code() == fwdsink::StatusCode::kInvalidName
+  return s.code() == fwdsink::StatusCode::kNotFound || s.code() == fwdsink::StatusCode::kInvalidName
              ? kExitNoInput
              : kExitIoErr;
 }
@@ -60,13 +59,17 @@ int List(fwdsink::Spool& spool, const DeadConfig& c) {
     std::cout << out.Dump() << "\n";
     return kExitOk;
   }
-  std::cout << std::left << std::setw(48) << "NAME" << " " << std::setw(7) << "KIND" << " "
-            << std::setw(6) << "STATUS" << " " << std::setw(18) << "REASON" << " "
-            << std::setw(8) << "ROWS" << " " << std::setw(20) << "DEAD_AT" << " REQUEUED_AS\n";
+  std::cout << std::left << std::setw(48) << "NAME"
+            << " " << std::setw(7) << "KIND"
+            << " " << std::setw(6) << "STATUS"
+            << " " << std::setw(18) << "REASON"
+            << " " << std::setw(8) << "ROWS"
+            << " " << std::setw(20) << "DEAD_AT"
+            << " REQUEUED_AS\n";
   for (const auto& e : list->entries) {
-    std::cout << std::setw(48) << e.name << " " << std::setw(7) << fwdsink::to_string(e.kind)
-              << " " << std::setw(6) << e.status << " " << std::setw(18) << e.reason << " "
-              << std::setw(8) << e.rows << " " << std::setw(20) << Iso8601(e.dead_at) << " "
+    std::cout << std::setw(48) << e.name << " " << std::setw(7) << fwdsink::to_string(e.kind) << " "
+              << std::setw(6) << e.status << " " << std::setw(18) << e.reason << " " << std::setw(8)
+              << e.rows << " " << std::setw(20) << Iso8601(e.dead_at) << " "
               << e.requeued_as.value_or("-") << "\n";
   }
   std::cout << list->entries.size() << " shown, " << list->total << " matching\n";

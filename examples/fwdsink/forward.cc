@@ -44,9 +44,7 @@ constexpr milliseconds kProgressPeriod{500};
 // Signal used only to wake the signal thread when the driver finishes on its own.
 constexpr int kWakeSignal = SIGUSR1;
 
-std::string NowIso8601() {
-  return fwdsink::FormatRfc3339(std::chrono::system_clock::now());
-}
+std::string NowIso8601() { return fwdsink::FormatRfc3339(std::chrono::system_clock::now()); }
 
 // @ref LLP 0022#token-file
 // Reads the bearer token from a file: once on first use, again when the sink asks for
@@ -99,7 +97,8 @@ class Output {
   void Json(const fwdsink::JsonObject& json, bool show) {
     const std::string line = LogLine(json);
     std::lock_guard lock(mu_);
-    if (!progress_) WriteLocked(stderr, line);
+    if (!progress_)
+      WriteLocked(stderr, line);
     else if (show) {
       ClearLineLocked();
       std::fprintf(stderr, "%s\n", json.Dump().c_str());
@@ -177,8 +176,8 @@ std::uint64_t CountReady(const std::filesystem::path& spool) {
 
 // The daemon.stats / daemon.exit object: both counter sets come from their one list
 // in fwdsink/telemetry.h. Rates are whole numbers (rounded as printf's %.0f did).
-fwdsink::JsonObject StatsJson(std::string_view event, const fwdsink::Driver& d,
-                              std::uint64_t left, double rows_per_s, double bytes_per_s) {
+fwdsink::JsonObject StatsJson(std::string_view event, const fwdsink::Driver& d, std::uint64_t left,
+                              double rows_per_s, double bytes_per_s) {
   fwdsink::JsonObject s;
   s.Add("event", event)
       .Add("label", d.sink().options().label)
@@ -192,9 +191,14 @@ fwdsink::JsonObject StatsJson(std::string_view event, const fwdsink::Driver& d,
 
 std::string HumanRate(double v, std::string_view unit) {
   char buf[48];
-  if (v >= 1e6) std::snprintf(buf, sizeof buf, "%.1f M%.*s/s", v / 1e6, static_cast<int>(unit.size()), unit.data());
-  else if (v >= 1e3) std::snprintf(buf, sizeof buf, "%.1f k%.*s/s", v / 1e3, static_cast<int>(unit.size()), unit.data());
-  else std::snprintf(buf, sizeof buf, "%.0f %.*s/s", v, static_cast<int>(unit.size()), unit.data());
+  if (v >= 1e6)
+    std::snprintf(buf, sizeof buf, "%.1f M%.*s/s", v / 1e6, static_cast<int>(unit.size()),
+                  unit.data());
+  else if (v >= 1e3)
+    std::snprintf(buf, sizeof buf, "%.1f k%.*s/s", v / 1e3, static_cast<int>(unit.size()),
+                  unit.data());
+  else
+    std::snprintf(buf, sizeof buf, "%.0f %.*s/s", v, static_cast<int>(unit.size()), unit.data());
   return buf;
 }
 
@@ -210,8 +214,8 @@ std::string ProgressLine(const fwdsink::Driver& d, std::uint64_t left, double ro
     case Phase::kWaiting: {
       const auto left_ms = std::chrono::duration_cast<milliseconds>(state.until - Clock::now());
       const long long secs = std::max<long long>(0, (left_ms.count() + 999) / 1000);
-      s += "waiting " + std::to_string(secs) + "s: " +
-           (state.reason.empty() ? std::string("backpressure") : state.reason);
+      s += "waiting " + std::to_string(secs) +
+           "s: " + (state.reason.empty() ? std::string("backpressure") : state.reason);
       if (state.status) s += " (" + std::to_string(state.status) + ")";
       break;
     }
@@ -375,8 +379,8 @@ int RunForward(const ForwardConfig& config) {
   reporter.Stop();
   out.EndProgress();
 
-  fwdsink::JsonObject exit_line = StatsJson(fwdsink::events::kDaemonExit, *driver,
-                                            CountReady(config.driver.spool_dir), 0, 0);
+  fwdsink::JsonObject exit_line =
+      StatsJson(fwdsink::events::kDaemonExit, *driver, CountReady(config.driver.spool_dir), 0, 0);
   exit_line.Add("exit_code", code).Add("why", why);
   if (const int sig = stop_signal.load()) exit_line.Add("signal", sig);
   out.Json(exit_line, true);

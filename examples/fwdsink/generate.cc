@@ -4,8 +4,8 @@
 // user agents, random trace ids) that zstd compresses them about as well as real logs,
 // and a unique "seq" per row so a receiver's copy can be checked for duplicates.
 #include <array>
-#include <ctime>
 #include <cstdio>
+#include <ctime>
 #include <iostream>
 #include <string_view>
 
@@ -21,12 +21,12 @@ namespace {
 constexpr std::int64_t kEpochMs = 1'714'521'600'000;
 
 constexpr std::array<std::string_view, 6> kServices = {"checkout", "cart",   "search",
-                                                        "auth",     "images", "payments"};
+                                                       "auth",     "images", "payments"};
 constexpr std::array<std::string_view, 5> kLevels = {"debug", "info", "info", "warn", "error"};
 constexpr std::array<std::string_view, 4> kMethods = {"GET", "GET", "POST", "PUT"};
 constexpr std::array<std::string_view, 8> kPaths = {
-    "/api/v1/cart",   "/api/v1/items", "/api/v2/search", "/login",
-    "/api/v1/orders", "/static/app.js", "/healthz",      "/api/v1/payments/authorize"};
+    "/api/v1/cart",   "/api/v1/items",  "/api/v2/search", "/login",
+    "/api/v1/orders", "/static/app.js", "/healthz",       "/api/v1/payments/authorize"};
 constexpr std::array<int, 8> kStatuses = {200, 200, 200, 201, 204, 304, 404, 503};
 constexpr std::array<std::string_view, 5> kAgents = {
     "Mozilla/5.0 (X11; Linux x86_64; rv:124.0) Gecko/20100101 Firefox/124.0",
@@ -44,7 +44,9 @@ struct Rng {
     return z ^ (z >> 31);
   }
   template <typename T, std::size_t N>
-  const T& Pick(const std::array<T, N>& a) { return a[Next() % N]; }
+  const T& Pick(const std::array<T, N>& a) {
+    return a[Next() % N];
+  }
 };
 
 }  // namespace
@@ -52,8 +54,8 @@ struct Rng {
 std::string GenerateRow(std::uint64_t seed, std::uint64_t seq) {
   Rng rng{seed * 0x100000001b3ull ^ seq * 0x9e3779b97f4a7c15ull};
   const std::int64_t ms = kEpochMs + static_cast<std::int64_t>(seq) * 7;
-  const std::string ts = fwdsink::FormatRfc3339(
-      std::chrono::system_clock::time_point(std::chrono::milliseconds(ms)));
+  const std::string ts =
+      fwdsink::FormatRfc3339(std::chrono::system_clock::time_point(std::chrono::milliseconds(ms)));
   // Every draw is taken once, in a fixed order, so rows are reproducible.
   const unsigned host = static_cast<unsigned>(rng.Next() % 24);
   const std::string_view service = rng.Pick(kServices);

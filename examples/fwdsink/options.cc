@@ -166,10 +166,14 @@ std::optional<milliseconds> ParseDuration(std::string_view text) {
   const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
   if (ec != std::errc{} || end != number.data() + number.size()) return std::nullopt;
   double scale = 1000;  // seconds by default
-  if (unit == "ms") scale = 1;
-  else if (unit == "m") scale = 60'000;
-  else if (unit == "h") scale = 3'600'000;
-  else if (!unit.empty() && unit != "s") return std::nullopt;
+  if (unit == "ms")
+    scale = 1;
+  else if (unit == "m")
+    scale = 60'000;
+  else if (unit == "h")
+    scale = 3'600'000;
+  else if (!unit.empty() && unit != "s")
+    return std::nullopt;
   const double ms = std::round(value * scale);
   // Fail closed on NaN and on values that do not fit. @ref LLP 0022#options
   if (!std::isfinite(ms) || ms < 0 ||
@@ -183,9 +187,12 @@ std::optional<std::uint64_t> ParseSize(std::string_view text) {
   std::uint64_t shift = 0;
   if (!text.empty()) {
     switch (text.back()) {
-      case 'k': case 'K': shift = 10; break;
-      case 'm': case 'M': shift = 20; break;
-      case 'g': case 'G': shift = 30; break;
+      case 'k':
+      case 'K': shift = 10; break;
+      case 'm':
+      case 'M': shift = 20; break;
+      case 'g':
+      case 'G': shift = 30; break;
       default: break;
     }
     if (shift) text.remove_suffix(1);
@@ -317,10 +324,14 @@ Parsed<DeadConfig> ParseDead(const std::vector<std::string>& args) {
     c.help = true;
     return {c, {}};
   }
-  if (action == "list") c.action = DeadAction::kList;
-  else if (action == "requeue") c.action = DeadAction::kRequeue;
-  else if (action == "purge") c.action = DeadAction::kPurge;
-  else return {std::nullopt, {"dead", "unknown action '" + action + "' (list|requeue|purge)"}};
+  if (action == "list")
+    c.action = DeadAction::kList;
+  else if (action == "requeue")
+    c.action = DeadAction::kRequeue;
+  else if (action == "purge")
+    c.action = DeadAction::kPurge;
+  else
+    return {std::nullopt, {"dead", "unknown action '" + action + "' (list|requeue|purge)"}};
 
   fwdsink::DeadFilter& flt = c.filter;
   std::string reason, kind, search;
@@ -371,17 +382,20 @@ Parsed<DeadConfig> ParseDead(const std::vector<std::string>& args) {
     flt.status = static_cast<int>(status);
   }
   if (!kind.empty()) {
-    if (kind == "poison") flt.kind = fwdsink::DeadKind::kPoison;
-    else if (kind == "horizon") flt.kind = fwdsink::DeadKind::kHorizon;
-    else return {std::nullopt, {"--kind", "'" + kind + "' is not poison or horizon"}};
+    if (kind == "poison")
+      flt.kind = fwdsink::DeadKind::kPoison;
+    else if (kind == "horizon")
+      flt.kind = fwdsink::DeadKind::kHorizon;
+    else
+      return {std::nullopt, {"--kind", "'" + kind + "' is not poison or horizon"}};
   }
   if (has_older) flt.older_than = older;
   if (has_newer) flt.newer_than = newer;
   if (!search.empty()) flt.search = search;
   flt.offset = static_cast<std::size_t>(offset);
   flt.limit = static_cast<std::size_t>(limit);
-  c.has_filter = flt.reason || flt.status || flt.kind || flt.older_than || flt.newer_than ||
-                 flt.search;
+  c.has_filter =
+      flt.reason || flt.status || flt.kind || flt.older_than || flt.newer_than || flt.search;
 
   if (c.action == DeadAction::kRequeue && c.names.empty()) {
     return {std::nullopt, {"requeue", "needs at least one dead-letter NAME"}};
@@ -393,8 +407,7 @@ Parsed<DeadConfig> ParseDead(const std::vector<std::string>& args) {
       return {std::nullopt, {"purge", "needs NAME..., --all or a filter (--reason, ...)"}};
     }
     if (modes > 1) {
-      return {std::nullopt, {c.all ? "--all" : "purge",
-                             "choose one of NAME..., --all or filters"}};
+      return {std::nullopt, {c.all ? "--all" : "purge", "choose one of NAME..., --all or filters"}};
     }
   }
   return {c, {}};

@@ -45,7 +45,7 @@ struct ForwardConfig {
   std::optional<std::filesystem::path> token_file;  // --token-file
   bool once = false;                                // --once
   LogMode log_mode = LogMode::kAuto;
-  std::optional<std::filesystem::path> log_file;    // --log-file: JSON lines, appended
+  std::optional<std::filesystem::path> log_file;  // --log-file: JSON lines, appended
   std::chrono::milliseconds stats_interval = std::chrono::seconds{10};  // --stats-interval
   bool help = false;
 };

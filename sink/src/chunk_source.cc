@@ -15,8 +15,8 @@ void ChunkBuffers::Reserve(std::size_t chunk_bytes, bool compressed) {
 }
 
 ChunkSource::ChunkSource(const std::filesystem::path& path, std::uint64_t begin,
-                         const ChunkerOptions& options, Encoder& encoder,
-                         ChunkBuffers& buffers, SingleSlotWorker& worker)
+                         const ChunkerOptions& options, Encoder& encoder, ChunkBuffers& buffers,
+                         SingleSlotWorker& worker)
     : chunker_(Chunker::Open(path, begin, options)),
       encoder_(encoder),
       buffers_(buffers),
@@ -85,8 +85,8 @@ NextStatus ChunkSource::Take() {
 
 NextStatus ChunkSource::Fetch(PreparedChunk& into) {
   const NextStatus st = chunker_.Next(into.chunk);
-  into.encoded = st == NextStatus::kChunk &&
-                 (identity_ || encoder_.Encode(into.chunk.body, into.wire));
+  into.encoded =
+      st == NextStatus::kChunk && (identity_ || encoder_.Encode(into.chunk.body, into.wire));
   return st;
 }
 

@@ -17,8 +17,8 @@ namespace fwdsink {
 // A chunk and its encoded body.
 struct PreparedChunk {
   Chunk chunk{};
-  std::string wire{};     // chunk.body encoded (unused with identity)
-  bool encoded = false;   // wire holds chunk.body encoded
+  std::string wire{};    // chunk.body encoded (unused with identity)
+  bool encoded = false;  // wire holds chunk.body encoded
 };
 
 // The sink's two chunk buffers, kept across partitions. They are swapped, never
@@ -49,9 +49,8 @@ enum class SourceStatus {
 // not owned and must outlive the source.
 class ChunkSource {
  public:
-  ChunkSource(const std::filesystem::path& path, std::uint64_t begin,
-              const ChunkerOptions& options, Encoder& encoder, ChunkBuffers& buffers,
-              SingleSlotWorker& worker);
+  ChunkSource(const std::filesystem::path& path, std::uint64_t begin, const ChunkerOptions& options,
+              Encoder& encoder, ChunkBuffers& buffers, SingleSlotWorker& worker);
   ~ChunkSource();
   ChunkSource(const ChunkSource&) = delete;
   ChunkSource& operator=(const ChunkSource&) = delete;
@@ -76,11 +75,11 @@ class ChunkSource {
   NextStatus WaitReadAhead();
 
   Chunker chunker_;
-  Encoder& encoder_;         // Not owned.
-  ChunkBuffers& buffers_;    // Not owned.
-  SingleSlotWorker& worker_; // Not owned.
+  Encoder& encoder_;          // Not owned.
+  ChunkBuffers& buffers_;     // Not owned.
+  SingleSlotWorker& worker_;  // Not owned.
   const bool identity_;
-  std::deque<Chunk> split_halves_;     // sent before the chunker's next chunk
+  std::deque<Chunk> split_halves_;  // sent before the chunker's next chunk
   bool read_ahead_running_ = false;
   std::optional<NextStatus> held_back_;  // a read-ahead's result held behind split halves
   NextStatus read_ahead_status_ = NextStatus::kEnd;  // the job's, read after WaitIdle()

@@ -71,8 +71,7 @@ Chunker Chunker::Open(const std::filesystem::path& path, std::uint64_t begin,
   c.file_size_ = info->size;
   if (begin > c.file_size_) {
     c.Fail(ChunkerError::kBadOffset, begin,
-           "begin offset is past the end of the file (size " + std::to_string(c.file_size_) +
-               ")");
+           "begin offset is past the end of the file (size " + std::to_string(c.file_size_) + ")");
     return c;
   }
   const Result<bool> at_line_start = c.file_->AtLineStart(begin);
@@ -114,9 +113,7 @@ Chunker& Chunker::operator=(Chunker&& other) noexcept {
 
 Chunker::~Chunker() { Close(); }
 
-void Chunker::Close() {
-  file_.reset();
-}
+void Chunker::Close() { file_.reset(); }
 
 void Chunker::Fail(ChunkerError error, std::uint64_t offset, std::string_view what) {
   error_ = error;
@@ -193,8 +190,8 @@ NextStatus Chunker::Next(Chunk& out) {
     const char* seg_begin = buf_.get() + buf_pos_;
     const std::size_t avail = buf_len_ - buf_pos_;
     const char* newline = static_cast<const char*>(std::memchr(seg_begin, '\n', avail));
-    const std::size_t seg = newline != nullptr ? static_cast<std::size_t>(newline - seg_begin) + 1
-                                               : avail;
+    const std::size_t seg =
+        newline != nullptr ? static_cast<std::size_t>(newline - seg_begin) + 1 : avail;
     const std::size_t line_len = (out.body.size() - committed) + seg;
     if (out.rows > 0 && committed + line_len > options_.chunk_bytes) {
       // The line does not fit behind the ones we have: end the chunk before it and

@@ -17,9 +17,7 @@ struct DCtxDeleter {
   void operator()(ZSTD_DCtx* d) const { ZSTD_freeDCtx(d); }
 };
 
-Status DecodeFail(std::string message) {
-  return Status(StatusCode::kCorrupt, std::move(message));
-}
+Status DecodeFail(std::string message) { return Status(StatusCode::kCorrupt, std::move(message)); }
 
 }  // namespace
 
@@ -39,9 +37,9 @@ std::optional<Compression> ParseCompression(std::string_view text) {
 
 Status ValidateZstdLevel(int level) {
   if (level < ZSTD_minCLevel() || level > ZSTD_maxCLevel()) {
-    return Status::Config("zstd_level", "zstd_level " + std::to_string(level) +
-                                            " is outside [" + std::to_string(ZSTD_minCLevel()) +
-                                            ", " + std::to_string(ZSTD_maxCLevel()) + "]");
+    return Status::Config("zstd_level", "zstd_level " + std::to_string(level) + " is outside [" +
+                                            std::to_string(ZSTD_minCLevel()) + ", " +
+                                            std::to_string(ZSTD_maxCLevel()) + "]");
   }
   return OkStatus();
 }
@@ -76,9 +74,9 @@ Encoder::Encoder(Compression compression, int zstd_level) : compression_(compres
     error_ = "ZSTD_createCCtx failed";
     return;
   }
-  for (auto [param, value] : {std::pair{ZSTD_c_compressionLevel, zstd_level},
-                              std::pair{ZSTD_c_contentSizeFlag, 1},
-                              std::pair{ZSTD_c_checksumFlag, 1}}) {
+  for (auto [param, value] :
+       {std::pair{ZSTD_c_compressionLevel, zstd_level}, std::pair{ZSTD_c_contentSizeFlag, 1},
+        std::pair{ZSTD_c_checksumFlag, 1}}) {
     const std::size_t r = ZSTD_CCtx_setParameter(impl_->cctx.get(), param, value);
     if (ZSTD_isError(r)) {
       ok_ = false;
@@ -111,8 +109,8 @@ bool Encoder::Encode(std::string_view in, std::string& out) {
     impl_->scratch = std::make_unique_for_overwrite<char[]>(grown);
     impl_->scratch_size = grown;
   }
-  const std::size_t n = ZSTD_compress2(impl_->cctx.get(), impl_->scratch.get(),
-                                       impl_->scratch_size, in.data(), in.size());
+  const std::size_t n = ZSTD_compress2(impl_->cctx.get(), impl_->scratch.get(), impl_->scratch_size,
+                                       in.data(), in.size());
   if (ZSTD_isError(n)) {
     error_ = std::string("ZSTD_compress2: ") + ZSTD_getErrorName(n);
     out.clear();
@@ -131,7 +129,7 @@ Result<std::string> DecodeZstd(std::string_view in, std::size_t max_out) {
   if (declared == ZSTD_CONTENTSIZE_ERROR) return DecodeFail("zstd: not a zstd frame");
   if (declared != ZSTD_CONTENTSIZE_UNKNOWN && declared > max_out) {
     return DecodeFail("zstd: frame declares " + std::to_string(declared) +
-                          " bytes, more than the limit of " + std::to_string(max_out));
+                      " bytes, more than the limit of " + std::to_string(max_out));
   }
   std::unique_ptr<ZSTD_DCtx, DCtxDeleter> dctx(ZSTD_createDCtx());
   if (!dctx) return DecodeFail("zstd: ZSTD_createDCtx failed");
@@ -146,10 +144,9 @@ Result<std::string> DecodeZstd(std::string_view in, std::size_t max_out) {
   for (;;) {
     if (written == out.size()) {
       if (out.size() >= limit) break;
-      const std::size_t want =
-          declared != ZSTD_CONTENTSIZE_UNKNOWN && written == 0
-              ? static_cast<std::size_t>(declared) + 1
-              : std::max(out.size() * 2, kDecodeGrowBytes);
+      const std::size_t want = declared != ZSTD_CONTENTSIZE_UNKNOWN && written == 0
+                                   ? static_cast<std::size_t>(declared) + 1
+                                   : std::max(out.size() * 2, kDecodeGrowBytes);
       out.resize(std::min(limit, std::max(want, written + 1)));
     }
     ZSTD_outBuffer output{out.data(), out.size(), written};

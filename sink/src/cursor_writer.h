@@ -41,8 +41,8 @@ class CursorWriter {
  private:
   Spool& spool_;  // Not owned.
   std::mutex mu_;
-  Status error_;         // guarded by mu_
-  SingleSlotWorker worker_;   // last: destroyed (and joined) before the rest
+  Status error_;             // guarded by mu_
+  SingleSlotWorker worker_;  // last: destroyed (and joined) before the rest
 };
 
 }  // namespace fwdsink

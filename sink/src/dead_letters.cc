@@ -8,11 +8,11 @@
 #include <nlohmann/json.hpp>
 #include <system_error>
 
+#include "file_reader.h"
 #include "fwdsink/dead_letters.h"
 #include "fwdsink/spool.h"
-#include "json_writer.h"
-#include "file_reader.h"
 #include "fwdsink/time_format.h"
+#include "json_writer.h"
 #include "spool_io.h"
 
 namespace fwdsink {
@@ -32,9 +32,8 @@ constexpr std::size_t kReadBlock = 64 * 1024;
 
 Status ValidateDeadName(std::string_view name) {
   if (name.size() > kMaxDeadNameLength) {
-    return Status(StatusCode::kInvalidName,
-                       "invalid dead-letter name: longer than " +
-                           std::to_string(kMaxDeadNameLength) + " bytes");
+    return Status(StatusCode::kInvalidName, "invalid dead-letter name: longer than " +
+                                                std::to_string(kMaxDeadNameLength) + " bytes");
   }
   // Same alphabet as partition names; only the length bound differs.
   if (name.size() <= kMaxPartitionNameLength) {
@@ -49,7 +48,7 @@ Status ValidateDeadName(std::string_view name) {
   if (st.ok()) st = ValidatePartitionName(name.substr(kMaxPartitionNameLength));
   if (!st.ok()) {
     return Status(StatusCode::kInvalidName,
-                       "invalid dead-letter name: only A-Z a-z 0-9 . _ - are allowed");
+                  "invalid dead-letter name: only A-Z a-z 0-9 . _ - are allowed");
   }
   return {};
 }
@@ -243,15 +242,15 @@ std::string_view to_string(DeadKind kind) noexcept {
 }
 
 Result<DeadEntry> Spool::DeadLetterChunk(std::string_view name, std::uint64_t begin,
-                                              std::uint64_t end, std::string_view body_bytes,
-                                              int status, std::string_view reason,
-                                              std::chrono::system_clock::time_point when) {
+                                         std::uint64_t end, std::string_view body_bytes, int status,
+                                         std::string_view reason,
+                                         std::chrono::system_clock::time_point when) {
   if (Status st = ValidatePartitionName(name); !st.ok()) return st;
   if (end <= begin || end - begin != body_bytes.size()) {
     return Status(StatusCode::kInvalidArgument,
-                       "dead letter " + DeadName(name, begin, end) + ": range holds " +
-                           std::to_string(end >= begin ? end - begin : 0) +
-                           " bytes but the body has " + std::to_string(body_bytes.size()));
+                  "dead letter " + DeadName(name, begin, end) + ": range holds " +
+                      std::to_string(end >= begin ? end - begin : 0) + " bytes but the body has " +
+                      std::to_string(body_bytes.size()));
   }
   DeadEntry e;
   e.name = DeadName(name, begin, end);
@@ -274,10 +273,9 @@ Result<DeadEntry> Spool::DeadLetterChunk(std::string_view name, std::uint64_t be
   return e;
 }
 
-Result<DeadEntry> Spool::DeadLetterPartition(std::string_view name,
-                                                  std::uint64_t from_offset,
-                                                  std::string_view reason, int status,
-                                                  std::chrono::system_clock::time_point when) {
+Result<DeadEntry> Spool::DeadLetterPartition(std::string_view name, std::uint64_t from_offset,
+                                             std::string_view reason, int status,
+                                             std::chrono::system_clock::time_point when) {
   if (Status st = ValidatePartitionName(name); !st.ok()) return st;
   const fs::path partition = PartitionPath(name);
   Result<internal::FileReader> file = internal::FileReader::Open(partition);
@@ -291,14 +289,12 @@ Result<DeadEntry> Spool::DeadLetterPartition(std::string_view name,
   if (!info.ok()) return info.status();
   const std::uint64_t size = info->size;
   if (from_offset > size) {
-    return Status(StatusCode::kInvalidArgument,
-                       "partition " + std::string(name) + ": from_offset " +
-                           std::to_string(from_offset) + " is beyond its size " +
-                           std::to_string(size));
+    return Status(StatusCode::kInvalidArgument, "partition " + std::string(name) +
+                                                    ": from_offset " + std::to_string(from_offset) +
+                                                    " is beyond its size " + std::to_string(size));
   }
-  Result<std::uint64_t> rows = from_offset == size
-                                        ? Result<std::uint64_t>(std::uint64_t{0})
-                                        : CountRowsInFile(*file, from_offset);
+  Result<std::uint64_t> rows = from_offset == size ? Result<std::uint64_t>(std::uint64_t{0})
+                                                   : CountRowsInFile(*file, from_offset);
   if (!rows) return rows.status();
 
   DeadEntry e;
@@ -333,7 +329,7 @@ Result<DeadEntry> Spool::DeadLetterPartition(std::string_view name,
 }
 
 Result<DeadList> Spool::ListDead(const DeadFilter& filter,
-                                      std::chrono::system_clock::time_point now) const {
+                                 std::chrono::system_clock::time_point now) const {
   DeadList out;
   std::vector<DeadEntry> matches;
   std::error_code ec;
@@ -362,14 +358,14 @@ Result<DeadList> Spool::ListDead(const DeadFilter& filter,
   const std::size_t first = std::min(filter.offset, matches.size());
   const std::size_t count =
       filter.limit == 0 ? matches.size() - first : std::min(filter.limit, matches.size() - first);
-  out.entries.assign(std::make_move_iterator(matches.begin() + static_cast<std::ptrdiff_t>(first)),
-                     std::make_move_iterator(matches.begin() +
-                                             static_cast<std::ptrdiff_t>(first + count)));
+  out.entries.assign(
+      std::make_move_iterator(matches.begin() + static_cast<std::ptrdiff_t>(first)),
+      std::make_move_iterator(matches.begin() + static_cast<std::ptrdiff_t>(first + count)));
   return out;
 }
 
 Result<std::string> Spool::Requeue(std::string_view dead_name,
-                                        std::chrono::system_clock::time_point now) {
+                                   std::chrono::system_clock::time_point now) {
   if (Status st = ValidateDeadName(dead_name); !st.ok()) return st;
   Result<LoadedRecord> loaded = LoadRecord(dead_dir(), dead_name);
   if (!loaded) return loaded.status();
@@ -385,8 +381,7 @@ Result<std::string> Spool::Requeue(std::string_view dead_name,
     if (ec) return spool_io::IoError("cannot check", PartitionPath(new_name), ec);
   }
   if (Status st = ValidatePartitionName(new_name); !st.ok()) {
-    return Status(StatusCode::kInvalidName,
-                  "cannot requeue " + e.name + ": " + st.message());
+    return Status(StatusCode::kInvalidName, "cannot requeue " + e.name + ": " + st.message());
   }
 
   Result<internal::FileReader> rows = internal::FileReader::Open(e.rows_path);
@@ -406,8 +401,8 @@ Result<std::string> Spool::Requeue(std::string_view dead_name,
     if (!n.ok()) {
       st = spool_io::Reworded(n.status(), "cannot requeue " + e.name + ": " + n.status().message());
     } else if (*n == 0) {
-      st = Status(StatusCode::kCorrupt, "cannot requeue " + e.name + ": " +
-                                                e.rows_path.string() + " is shorter than its record says");
+      st = Status(StatusCode::kCorrupt, "cannot requeue " + e.name + ": " + e.rows_path.string() +
+                                            " is shorter than its record says");
     } else {
       st = out.Write(std::string_view(block.data(), *n));
       pos += *n;
@@ -443,7 +438,7 @@ Status Spool::Purge(std::string_view dead_name) {
 }
 
 Result<std::size_t> Spool::Purge(const DeadFilter& filter,
-                                      std::chrono::system_clock::time_point now) {
+                                 std::chrono::system_clock::time_point now) {
   DeadFilter all = filter;
   all.offset = 0;
   all.limit = 0;
@@ -452,8 +447,8 @@ Result<std::size_t> Spool::Purge(const DeadFilter& filter,
   std::size_t purged = 0;
   for (const DeadEntry& e : list.value().entries) {
     if (Status st = Purge(e.name); !st.ok()) {
-      return spool_io::Reworded(
-          st, st.message() + " (after purging " + std::to_string(purged) + ")");
+      return spool_io::Reworded(st,
+                                st.message() + " (after purging " + std::to_string(purged) + ")");
     }
     ++purged;
   }

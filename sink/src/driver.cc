@@ -44,8 +44,8 @@ struct Driver::Impl {
   // Records a failure and gives the partition up whole past the horizon.
   void Failed(const ReadyPartition& p, std::uint64_t resume, const ForwardResult& r,
               TickReport& report);
-  void SpoolError(std::string_view partition, std::string_view reason,
-                  std::string message, TickReport* report);
+  void SpoolError(std::string_view partition, std::string_view reason, std::string message,
+                  TickReport* report);
   void Emit(Event e) const;
 
   const DriverOptions options;
@@ -102,8 +102,10 @@ void Driver::Impl::SpoolError(std::string_view partition, std::string_view reaso
                               std::string message, TickReport* report) {
   counters.spool_errors.fetch_add(1, std::memory_order_relaxed);
   if (report) report->errors += 1;
-  Emit({.name = events::kDriverSpoolError, .partition = std::string(partition),
-        .reason = std::string(reason), .message = std::move(message)});
+  Emit({.name = events::kDriverSpoolError,
+        .partition = std::string(partition),
+        .reason = std::string(reason),
+        .message = std::move(message)});
 }
 
 void Driver::Impl::Run() {
@@ -155,8 +157,10 @@ std::optional<std::uint64_t> Driver::Impl::StartOffset(const ReadyPartition& p,
     // @ref LLP 0020#corrupt-cursor — resume from 0 with the same keys: a
     // deduplicating receiver stores nothing twice.
     counters.cursor_corrupt.fetch_add(1, std::memory_order_relaxed);
-    Emit({.name = events::kDriverCursorCorrupt, .partition = p.name,
-          .reason = "cursor_corrupt", .message = cursor.message + "; resuming from offset 0"});
+    Emit({.name = events::kDriverCursorCorrupt,
+          .partition = p.name,
+          .reason = "cursor_corrupt",
+          .message = cursor.message + "; resuming from offset 0"});
     return 0;
   }
   return cursor.offset;
@@ -216,8 +220,7 @@ void Driver::Impl::ForwardOne(const ReadyPartition& p, TickReport& report, bool&
 // The poisoned rows go to dead letters, durably, before the sink acks them past and
 // the cursor writer moves the cursor: a crash in between re-sends the poison and
 // rewrites the same dead-letter name; no row is lost. @ref LLP 0021#poison
-bool Driver::Impl::DeadLetter(const ReadyPartition& p, const PoisonedChunk& c,
-                              TickReport& report) {
+bool Driver::Impl::DeadLetter(const ReadyPartition& p, const PoisonedChunk& c, TickReport& report) {
   cursors.WaitIdle();  // one user of the spool at a time; a save error stays for Flush()
   auto dead = spool.DeadLetterChunk(p.name, c.begin, c.end, c.body, c.status, c.reason,
                                     deps.time->SystemNow());
@@ -228,8 +231,12 @@ bool Driver::Impl::DeadLetter(const ReadyPartition& p, const PoisonedChunk& c,
   }
   report.poisoned_chunks += 1;
   counters.poisoned_chunks.fetch_add(1, std::memory_order_relaxed);
-  Emit({.name = events::kDriverDeadLetter, .partition = p.name, .status = c.status,
-        .reason = std::string(c.reason), .begin = c.begin, .end = c.end,
+  Emit({.name = events::kDriverDeadLetter,
+        .partition = p.name,
+        .status = c.status,
+        .reason = std::string(c.reason),
+        .begin = c.begin,
+        .end = c.end,
         .message = "poisoned rows moved to " + dead->rows_path.string()});
   return true;
 }
@@ -249,12 +256,15 @@ void Driver::Impl::Torn(const ReadyPartition& p, const ForwardResult& r, TickRep
   auto dead = spool.DeadLetterPartition(p.name, offset, r.reason, 0, deps.time->SystemNow());
   report.torn += 1;
   counters.torn_partitions.fetch_add(1, std::memory_order_relaxed);
-  Emit({.name = events::kDriverDeadLetter, .partition = p.name, .reason = r.reason,
-        .begin = offset, .message = r.message + (dead ? "" : "; " + dead.status().message())});
+  Emit({.name = events::kDriverDeadLetter,
+        .partition = p.name,
+        .reason = r.reason,
+        .begin = offset,
+        .message = r.message + (dead ? "" : "; " + dead.status().message())});
 }
 
-void Driver::Impl::Failed(const ReadyPartition& p, std::uint64_t resume,
-                          const ForwardResult& r, TickReport& report) {
+void Driver::Impl::Failed(const ReadyPartition& p, std::uint64_t resume, const ForwardResult& r,
+                          TickReport& report) {
   const auto now = deps.time->SystemNow();
   if (!spool.RecordFailure(p.name, now).ok()) {
     counters.spool_errors.fetch_add(1, std::memory_order_relaxed);
@@ -263,13 +273,16 @@ void Driver::Impl::Failed(const ReadyPartition& p, std::uint64_t resume,
   const CursorState c = spool.LoadCursor(p.name);
   // @ref LLP 0021#horizon
   if (c.first_failure && now - *c.first_failure > options.horizon) {
-    auto dead = spool.DeadLetterPartition(p.name, resume,
-                                          r.reason.empty() ? "horizon" : r.reason, r.status, now);
+    auto dead = spool.DeadLetterPartition(p.name, resume, r.reason.empty() ? "horizon" : r.reason,
+                                          r.status, now);
     if (dead) {
       report.horizon_dead += 1;
       counters.horizon_give_ups.fetch_add(1, std::memory_order_relaxed);
-      Emit({.name = events::kDriverHorizonGiveUp, .partition = p.name, .status = r.status,
-            .reason = r.reason, .begin = resume,
+      Emit({.name = events::kDriverHorizonGiveUp,
+            .partition = p.name,
+            .status = r.status,
+            .reason = r.reason,
+            .begin = resume,
             .message = "failing for longer than the horizon; moved to dead letters whole"});
     }
   }

@@ -69,8 +69,7 @@ class FileReader {
   [[nodiscard]] Result<FileInfo> Stat() const;
   // Reads up to `n` bytes at `offset` into `dst`; returns the bytes read (fewer than
   // `n` only at end of file), or kIo "cannot read <path>: <reason>".
-  [[nodiscard]] Result<std::size_t> ReadAt(std::uint64_t offset, char* dst,
-                                           std::size_t n) const;
+  [[nodiscard]] Result<std::size_t> ReadAt(std::uint64_t offset, char* dst, std::size_t n) const;
   // Returns whether `offset` is at a line start: 0, or just after a '\n'. An offset
   // past the end of the file is not (false); a read error is kIo.
   [[nodiscard]] Result<bool> AtLineStart(std::uint64_t offset) const;

@@ -7,9 +7,9 @@
 
 #include "chunk_source.h"
 #include "fwdsink/check.h"
+#include "saturating.h"
 #include "single_slot_worker.h"
 #include "verdict.h"
-#include "saturating.h"
 
 #ifndef FWDSINK_VERSION
 #define FWDSINK_VERSION "0"
@@ -98,8 +98,7 @@ struct ForwardSink::Impl {
         deps(std::move(d)),
         transport(std::move(t)),
         encoder(options.compression, options.zstd_level) {
-    buffers.Reserve(options.chunker.chunk_bytes,
-                    options.compression != Compression::kIdentity);
+    buffers.Reserve(options.chunker.chunk_bytes, options.compression != Compression::kIdentity);
   }
 
   void SetState(State s) {
@@ -110,13 +109,13 @@ struct ForwardSink::Impl {
   const ForwardOptions options;
   ForwardDeps deps;
   std::unique_ptr<HttpTransport> transport;
-  Encoder encoder;          // sender thread, or the read-ahead job while it runs
-  ChunkBuffers buffers;     // sender thread, or the read-ahead job (buffers.ahead)
+  Encoder encoder;                   // sender thread, or the read-ahead job while it runs
+  ChunkBuffers buffers;              // sender thread, or the read-ahead job (buffers.ahead)
   std::optional<std::string> token;  // sender thread only
   std::stop_source stop;
   Counters counters;
   mutable std::mutex state_mu;
-  State state;              // guarded by state_mu
+  State state;                  // guarded by state_mu
   SingleSlotWorker read_ahead;  // last: joined before the buffers it fills go away
 };
 
@@ -168,9 +167,9 @@ class ForwardSink::Call {
   // The attempts of one chunk so far.
   struct Sending {
     std::string key;
-    MonotonicTime first{};       // the first attempt: the inline budget counts from here
-    std::size_t attempt = 0;     // failed attempts that waited (not token refreshes)
-    bool refreshed = false;      // a 401 made us refresh the token already
+    MonotonicTime first{};    // the first attempt: the inline budget counts from here
+    std::size_t attempt = 0;  // failed attempts that waited (not token refreshes)
+    bool refreshed = false;   // a 401 made us refresh the token already
   };
 
   ForwardResult Finish() {
@@ -181,7 +180,8 @@ class ForwardSink::Call {
   void Delivered() {
     result_.outcome = Outcome::kDelivered;
     Add(counters_.partitions_delivered);
-    Emit({.name = events::kForwardDelivered, .end = result_.resume_offset,
+    Emit({.name = events::kForwardDelivered,
+          .end = result_.resume_offset,
           .message = "partition delivered"});
   }
 
@@ -190,7 +190,8 @@ class ForwardSink::Call {
     result_.outcome = Outcome::kAborted;
     result_.message = "closed";
     Add(counters_.aborts);
-    Emit({.name = events::kForwardAborted, .end = result_.resume_offset,
+    Emit({.name = events::kForwardAborted,
+          .end = result_.resume_offset,
           .message = "close() aborted the partition; cursor kept"});
     return ChunkEnd::kStop;
   }
@@ -201,15 +202,19 @@ class ForwardSink::Call {
       const std::string key = KeyOf(partition_, source.chunk());
       result_.reason = "encode_failed";
       result_.message = "compressing chunk " + key + " failed: " + source.encode_error();
-      Emit({.name = events::kForwardError, .key = key, .reason = result_.reason,
+      Emit({.name = events::kForwardError,
+            .key = key,
+            .reason = result_.reason,
             .message = result_.message});
       return;
     }
     const Chunker& chunker = source.chunker();
     result_.reason = std::string(to_string(chunker.error()));
     result_.message = chunker.error_message();
-    Emit({.name = events::kForwardError, .reason = result_.reason,
-          .begin = chunker.error_offset(), .message = result_.message});
+    Emit({.name = events::kForwardError,
+          .reason = result_.reason,
+          .begin = chunker.error_offset(),
+          .message = result_.message});
   }
 
   void Emit(Event e) {
@@ -268,9 +273,12 @@ class ForwardSink::Call {
     Add(counters_.bytes_sent, c.body.size());
     Add(counters_.wire_bytes_sent, wire.size());
     last_ = sink_.transport->Post(headers, wire);
-    Attempt a{.error = last_.error, .error_message = last_.message,
-              .status = last_.response.status, .body_prefix = last_.response.body_prefix,
-              .rows = c.rows, .token_refresh_tried = sending.refreshed,
+    Attempt a{.error = last_.error,
+              .error_message = last_.message,
+              .status = last_.response.status,
+              .body_prefix = last_.response.body_prefix,
+              .rows = c.rows,
+              .token_refresh_tried = sending.refreshed,
               .has_token_provider = static_cast<bool>(sink_.deps.tokens),
               .now = time_.SystemNow()};
     if (last_.response.retry_after) a.retry_after = *last_.response.retry_after;
@@ -298,15 +306,21 @@ class ForwardSink::Call {
     if (hold.remaining <= milliseconds::zero()) return true;
     const auto elapsed = Since(sending.first, time_.MonotonicNow());
     if (SaturatingAdd(elapsed, hold.remaining) > options_.backpressure.inline_budget) {
-      const Verdict held{.action = Action::kRetryInPlace, .reason = hold.reason,
+      const Verdict held{.action = Action::kRetryInPlace,
+                         .reason = hold.reason,
                          .retry_cause = RetryCause::kBackpressure};
       GiveUp(held, sending, c, hold.remaining);
       return false;
     }
     Add(counters_.gate_waits);
-    Emit({.name = events::kForwardGateWait, .key = sending.key, .reason = hold.reason,
-          .attempt = sending.attempt, .wait = hold.remaining, .wait_source = "gate",
-          .begin = c.begin, .end = c.end,
+    Emit({.name = events::kForwardGateWait,
+          .key = sending.key,
+          .reason = hold.reason,
+          .attempt = sending.attempt,
+          .wait = hold.remaining,
+          .wait_source = "gate",
+          .begin = c.begin,
+          .end = c.end,
           .message = "endpoint held by an earlier Retry-After"});
     SetWaiting(hold.reason, 0, hold.remaining);
     if (!sleeper_.SleepFor(hold.remaining, stop_)) {
@@ -323,10 +337,17 @@ class ForwardSink::Call {
     const auto elapsed = Since(sending.first, time_.MonotonicNow());
     const WaitDecision d = DecideWait(options_.backpressure, sending.attempt, v.retry_after,
                                       elapsed, sink_.deps.random);
-    Emit({.name = events::kForwardBackpressure, .key = sending.key, .status = v.status,
-          .reason = v.reason, .attempt = sending.attempt, .wait = d.wait,
-          .wait_source = to_string(d.source), .retry_after = v.retry_after_raw,
-          .begin = c.begin, .end = c.end, .message = v.message});
+    Emit({.name = events::kForwardBackpressure,
+          .key = sending.key,
+          .status = v.status,
+          .reason = v.reason,
+          .attempt = sending.attempt,
+          .wait = d.wait,
+          .wait_source = to_string(d.source),
+          .retry_after = v.retry_after_raw,
+          .begin = c.begin,
+          .end = c.end,
+          .message = v.message});
     // The server's hold applies to every sender, even when this one gives up now:
     // the next partition must not hammer the endpoint. @ref LLP 0021#shared-gate
     if (d.source == WaitSource::kRetryAfter) {
@@ -351,14 +372,16 @@ class ForwardSink::Call {
     sending.refreshed = true;
     Add(counters_.auth_refreshes);
     sink_.token = sink_.deps.tokens(true);
-    Emit({.name = events::kForwardAuthRefresh, .key = sending.key, .status = v.status,
-          .reason = v.reason, .message = v.message});
+    Emit({.name = events::kForwardAuthRefresh,
+          .key = sending.key,
+          .status = v.status,
+          .reason = v.reason,
+          .message = v.message});
     return sink_.token.has_value();
   }
 
   // The inline budget would be passed by the next wait: respool, cursor kept.
-  void GiveUp(const Verdict& v, const Sending& sending, const Chunk& c,
-              milliseconds would_wait) {
+  void GiveUp(const Verdict& v, const Sending& sending, const Chunk& c, milliseconds would_wait) {
     Add(counters_.budget_exhausted);
     Add(counters_.respools);
     result_.outcome = Outcome::kRespooled;
@@ -370,35 +393,44 @@ class ForwardSink::Call {
                       " ms would be passed by a further " + std::to_string(would_wait.count()) +
                       " ms wait after " + std::to_string(sending.attempt) +
                       " attempt(s); resume at " + std::to_string(result_.resume_offset);
-    Emit({.name = events::kForwardGiveUp, .key = sending.key, .status = v.status,
-          .reason = v.reason, .attempt = sending.attempt, .wait = would_wait,
-          .begin = c.begin, .end = c.end, .message = result_.message});
-    Emit({.name = events::kForwardRespool, .key = sending.key, .status = v.status,
+    Emit({.name = events::kForwardGiveUp,
+          .key = sending.key,
+          .status = v.status,
+          .reason = v.reason,
+          .attempt = sending.attempt,
+          .wait = would_wait,
+          .begin = c.begin,
+          .end = c.end,
+          .message = result_.message});
+    Emit({.name = events::kForwardRespool,
+          .key = sending.key,
+          .status = v.status,
           .reason = std::string(to_string(result_.respool_reason)),
-          .end = result_.resume_offset, .message = result_.message});
+          .end = result_.resume_offset,
+          .message = result_.message});
   }
 
   // Carries out a verdict that ends the chunk's attempts.
   ChunkEnd Conclude(const Verdict& v, ChunkSource& source, const Sending& sending) {
     const Chunk& c = source.chunk();
     switch (v.action) {
-      case Action::kAcknowledge:
-        return Acked(c, v.duplicate) ? ChunkEnd::kNext : ChunkEnd::kStop;
+      case Action::kAcknowledge: return Acked(c, v.duplicate) ? ChunkEnd::kNext : ChunkEnd::kStop;
       case Action::kSplit:
         Add(counters_.splits);
-        Emit({.name = events::kForwardSplit, .key = sending.key, .status = v.status,
-              .reason = v.reason, .begin = c.begin, .end = c.end, .message = v.message});
+        Emit({.name = events::kForwardSplit,
+              .key = sending.key,
+              .status = v.status,
+              .reason = v.reason,
+              .begin = c.begin,
+              .end = c.end,
+              .message = v.message});
         source.SplitCurrent();
         return ChunkEnd::kNext;
-      case Action::kPoison:
-        return Poisoned(v, c, sending);
-      case Action::kRespool:
-        return RespoolClientError(v, sending);
-      case Action::kStop:
-        return Stopped(v, sending);
+      case Action::kPoison: return Poisoned(v, c, sending);
+      case Action::kRespool: return RespoolClientError(v, sending);
+      case Action::kStop: return Stopped(v, sending);
       case Action::kRetryInPlace:
-      case Action::kRefreshToken:
-        break;  // handled by the send loop; never concluded here
+      case Action::kRefreshToken: break;  // handled by the send loop; never concluded here
     }
     FWDSINK_CHECK(false);
     return ChunkEnd::kStop;
@@ -420,15 +452,16 @@ class ForwardSink::Call {
     result_.resume_offset = c.end;
     const bool final = c.end >= file_size_;
     if (!on_ack_ ||
-        on_ack_(AckedChunk{partition_, c.begin, c.end, c.rows, duplicate, final,
-                           dead_lettered})) {
+        on_ack_(AckedChunk{partition_, c.begin, c.end, c.rows, duplicate, final, dead_lettered})) {
       return true;
     }
     result_.outcome = Outcome::kRespooled;
     result_.respool_reason = RespoolReason::kCursorNotSaved;
     result_.message = "the cursor could not be persisted after offset " + std::to_string(c.end);
     Add(counters_.respools);
-    Emit({.name = events::kForwardRespool, .reason = "cursor_not_saved", .end = c.end,
+    Emit({.name = events::kForwardRespool,
+          .reason = "cursor_not_saved",
+          .end = c.end,
           .message = result_.message});
     return false;
   }
@@ -445,11 +478,16 @@ class ForwardSink::Call {
     result_.poison_rows = c.rows;
     result_.message = "the server refuses row(s) at [" + std::to_string(c.begin) + ", " +
                       std::to_string(c.end) + ") with " + std::to_string(v.status);
-    Emit({.name = events::kForwardPoison, .key = sending.key, .status = v.status,
-          .reason = v.reason, .begin = c.begin, .end = c.end, .message = result_.message});
+    Emit({.name = events::kForwardPoison,
+          .key = sending.key,
+          .status = v.status,
+          .reason = v.reason,
+          .begin = c.begin,
+          .end = c.end,
+          .message = result_.message});
     if (!on_poison_) return ChunkEnd::kStop;
-    if (!on_poison_(PoisonedChunk{partition_, c.begin, c.end, c.rows, v.status, v.reason,
-                                  c.body})) {
+    if (!on_poison_(
+            PoisonedChunk{partition_, c.begin, c.end, c.rows, v.status, v.reason, c.body})) {
       return ChunkEnd::kStop;
     }
     // Taken: this call goes on as if the chunk had not been refused.
@@ -458,7 +496,7 @@ class ForwardSink::Call {
     result_.message.clear();
     result_.poison_begin = result_.poison_end = result_.poison_rows = 0;
     return Advance(c, /*duplicate=*/false, /*dead_lettered=*/true) ? ChunkEnd::kNext
-                                                                  : ChunkEnd::kStop;
+                                                                   : ChunkEnd::kStop;
   }
 
   // 404, 405, 415, 3xx...: not retried inline; the driver classifies.
@@ -468,36 +506,47 @@ class ForwardSink::Call {
     result_.reason = v.reason;
     result_.message = v.message + " for " + sending.key;
     Add(counters_.respools);
-    Emit({.name = events::kForwardRespool, .key = sending.key, .status = v.status,
-          .reason = v.reason, .end = result_.resume_offset, .message = result_.message});
+    Emit({.name = events::kForwardRespool,
+          .key = sending.key,
+          .status = v.status,
+          .reason = v.reason,
+          .end = result_.resume_offset,
+          .message = result_.message});
     return ChunkEnd::kStop;
   }
 
   ChunkEnd Stopped(const Verdict& v, const Sending& sending) {
     switch (v.stop) {
-      case StopCause::kAborted:
-        return Aborted();
+      case StopCause::kAborted: return Aborted();
       case StopCause::kTls:
         result_.outcome = Outcome::kTlsError;
         result_.reason = v.reason;
         result_.message = v.message;
-        Emit({.name = events::kForwardTlsError, .key = sending.key, .reason = v.reason,
+        Emit({.name = events::kForwardTlsError,
+              .key = sending.key,
+              .reason = v.reason,
               .message = v.message});
         return ChunkEnd::kStop;
       case StopCause::kAuth:
         result_.outcome = Outcome::kAuthError;
         result_.reason = v.reason;
         result_.message = v.message;
-        Emit({.name = events::kForwardAuthFailed, .key = sending.key, .status = v.status,
-              .reason = v.reason, .message = v.message});
+        Emit({.name = events::kForwardAuthFailed,
+              .key = sending.key,
+              .status = v.status,
+              .reason = v.reason,
+              .message = v.message});
         return ChunkEnd::kStop;
     }
     return ChunkEnd::kStop;
   }
 
   void SetWaiting(const std::string& reason, int status, milliseconds wait) {
-    sink_.SetState({.phase = State::Phase::kWaiting, .partition = partition_,
-                    .reason = reason, .status = status, .wait = wait,
+    sink_.SetState({.phase = State::Phase::kWaiting,
+                    .partition = partition_,
+                    .reason = reason,
+                    .status = status,
+                    .wait = wait,
                     .until = time_.MonotonicNow() + wait});
   }
 
@@ -511,12 +560,11 @@ class ForwardSink::Call {
   Sleeper& sleeper_;
   std::stop_token stop_;
   ForwardResult result_;
-  TransportResult last_;          // the last attempt's response; Attempt views into it
-  std::uint64_t file_size_ = 0;   // of the partition, when opened
+  TransportResult last_;         // the last attempt's response; Attempt views into it
+  std::uint64_t file_size_ = 0;  // of the partition, when opened
 };
 
-Result<std::unique_ptr<ForwardSink>> ForwardSink::Create(ForwardOptions options,
-                                                         ForwardDeps deps) {
+Result<std::unique_ptr<ForwardSink>> ForwardSink::Create(ForwardOptions options, ForwardDeps deps) {
   if (Status e = Validate(options); !e.ok()) return e;
   Result<std::unique_ptr<HttpTransport>> made =
       HttpTransport::Create(options.url, options.transport);
@@ -534,8 +582,8 @@ ForwardSink::ForwardSink(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 ForwardSink::~ForwardSink() = default;
 
 ForwardResult ForwardSink::ForwardPartition(std::string_view partition,
-                                            const std::filesystem::path& path,
-                                            std::uint64_t begin, const AckCallback& on_ack,
+                                            const std::filesystem::path& path, std::uint64_t begin,
+                                            const AckCallback& on_ack,
                                             const PoisonCallback& on_poison) {
   return Call(*impl_, partition, on_ack, on_poison).Forward(path, begin);
 }

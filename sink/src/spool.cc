@@ -1,9 +1,8 @@
 #include "fwdsink/spool.h"
 
-
 #include <algorithm>
-#include <charconv>
 #include <cerrno>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <system_error>
@@ -25,8 +24,8 @@ constexpr std::size_t kMaxCursorFileBytes = 512;
 Status Corrupt(std::string message) { return Status(StatusCode::kCorrupt, std::move(message)); }
 
 bool NameChar(char c) {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
-         c == '.' || c == '_' || c == '-';
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+         c == '_' || c == '-';
 }
 
 template <typename Int>
@@ -38,8 +37,7 @@ bool ParseInt(std::string_view text, Int& out) {
 
 // Consumes "<key>=<value>" followed by a space (or the end) from `rest`.
 bool TakeField(std::string_view& rest, std::string_view key, std::string_view& value) {
-  if (rest.substr(0, key.size()) != key || rest.size() <= key.size() ||
-      rest[key.size()] != '=') {
+  if (rest.substr(0, key.size()) != key || rest.size() <= key.size() || rest[key.size()] != '=') {
     return false;
   }
   rest.remove_prefix(key.size() + 1);
@@ -74,8 +72,7 @@ Status ParseCursorRecord(std::string_view text, CursorState& out) {
   const std::string_view crc_text = text.substr(crc_at + 5);
   std::uint32_t crc = 0;
   if (crc_text.size() != 8 ||
-      std::from_chars(crc_text.data(), crc_text.data() + 8, crc, 16).ptr !=
-          crc_text.data() + 8) {
+      std::from_chars(crc_text.data(), crc_text.data() + 8, crc, 16).ptr != crc_text.data() + 8) {
     return Corrupt("cursor checksum is not 8 hex digits");
   }
   if (crc != spool_io::Crc32(body)) return Corrupt("cursor checksum mismatch");
@@ -91,14 +88,14 @@ Status ParseCursorRecord(std::string_view text, CursorState& out) {
   if (!TakeField(rest, "offset", offset_text) || !ParseInt(offset_text, parsed.offset)) {
     return Corrupt("cursor offset missing or invalid");
   }
-  if (!TakeField(rest, "first_failure_ms", first_text)) return Corrupt("cursor first_failure_ms missing");
+  if (!TakeField(rest, "first_failure_ms", first_text))
+    return Corrupt("cursor first_failure_ms missing");
   if (first_text != "-") {
     std::int64_t ms = 0;
     if (!ParseInt(first_text, ms)) return Corrupt("cursor first_failure_ms invalid");
     parsed.first_failure = spool_io::FromUnixMs(ms);
   }
-  if (!TakeField(rest, "failures", failures_text) ||
-      !ParseInt(failures_text, parsed.failures)) {
+  if (!TakeField(rest, "failures", failures_text) || !ParseInt(failures_text, parsed.failures)) {
     return Corrupt("cursor failures missing or invalid");
   }
   if (!rest.empty()) return Corrupt("cursor record has trailing fields");
@@ -115,8 +112,8 @@ Status CheckOffsetAgainst(const fs::path& partition, std::uint64_t offset) {
   Result<internal::FileReader> file = internal::FileReader::Open(partition);
   if (!file.ok()) {
     if (file.status().code() != StatusCode::kNotFound) return std::move(file).status();
-    return Status(StatusCode::kNotFound, "cannot open partition " + partition.string() +
-                                             ": " + std::strerror(ENOENT));
+    return Status(StatusCode::kNotFound,
+                  "cannot open partition " + partition.string() + ": " + std::strerror(ENOENT));
   }
   Result<internal::FileInfo> info = file->Stat();
   if (!info.ok()) return std::move(info).status();
@@ -155,7 +152,7 @@ Status ValidatePartitionName(std::string_view name) {
       if (!NameChar(c)) c = '?';
     }
     return Status(StatusCode::kInvalidName,
-                       "invalid partition name \"" + shown + "\": " + std::string(why));
+                  "invalid partition name \"" + shown + "\": " + std::string(why));
   };
   if (name.empty()) return bad("empty");
   if (name.size() > kMaxPartitionNameLength) {
@@ -171,8 +168,8 @@ Status ValidatePartitionName(std::string_view name) {
 Result<Spool> Spool::Open(fs::path dir) {
   if (dir.empty()) return Status(StatusCode::kInvalidArgument, "empty spool path");
   Spool spool(dir);
-  for (const fs::path& sub : {spool.dir_, spool.ready_dir(), spool.state_dir(),
-                              spool.dead_dir(), spool.incoming_dir()}) {
+  for (const fs::path& sub :
+       {spool.dir_, spool.ready_dir(), spool.state_dir(), spool.dead_dir(), spool.incoming_dir()}) {
     std::error_code ec;
     fs::create_directories(sub, ec);
     if (ec) return spool_io::IoError("cannot create spool folder", sub, ec);
@@ -259,13 +256,11 @@ CursorState Spool::LoadCursor(std::string_view name) const {
   return parsed;
 }
 
-Status Spool::UpdateCursor(std::string_view name,
-                           const std::function<void(CursorState&)>& change) {
+Status Spool::UpdateCursor(std::string_view name, const std::function<void(CursorState&)>& change) {
   if (Status st = ValidatePartitionName(name); !st.ok()) return st;
   CursorState state;
   // Keep what the record says; an unreadable record simply starts a fresh one.
-  if (Result<std::string> text = spool_io::ReadSmallFile(CursorPath(name),
-                                                         kMaxCursorFileBytes)) {
+  if (Result<std::string> text = spool_io::ReadSmallFile(CursorPath(name), kMaxCursorFileBytes)) {
     (void)ParseCursorRecord(text.value(), state);
   }
   change(state);

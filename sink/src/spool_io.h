@@ -16,10 +16,9 @@
 namespace fwdsink::spool_io {
 
 // Returns a kIo status "<what> <path>: <strerror(err)>".
+[[nodiscard]] Status IoError(std::string_view what, const std::filesystem::path& path, int err);
 [[nodiscard]] Status IoError(std::string_view what, const std::filesystem::path& path,
-                                  int err);
-[[nodiscard]] Status IoError(std::string_view what, const std::filesystem::path& path,
-                                  const std::error_code& ec);
+                             const std::error_code& ec);
 
 // Returns `status` with its code and field kept and its message replaced.
 [[nodiscard]] inline Status Reworded(const Status& status, std::string message) {
@@ -58,11 +57,11 @@ class TempFile {
 
 // Writes `data` to `final_path` atomically through a dotfile temp in the same folder.
 [[nodiscard]] Status WriteFileAtomic(const std::filesystem::path& final_path,
-                                          std::string_view data);
+                                     std::string_view data);
 
 // Reads a whole (small) file. kNotFound if it does not exist.
 [[nodiscard]] Result<std::string> ReadSmallFile(const std::filesystem::path& path,
-                                                     std::size_t max_bytes);
+                                                std::size_t max_bytes);
 
 // CRC-32 (IEEE 802.3, the zlib/PNG polynomial).
 [[nodiscard]] std::uint32_t Crc32(std::string_view data) noexcept;

@@ -32,7 +32,7 @@ std::string NewPartitionName(std::chrono::system_clock::time_point wall) {
 struct SpoolWriter::Partition {
   std::string name;
   spool_io::TempFile file;
-  std::string buffer;      // rows not yet written to `file`
+  std::string buffer;       // rows not yet written to `file`
   std::uint64_t bytes = 0;  // written + buffered
   std::chrono::steady_clock::time_point opened_at;
 };

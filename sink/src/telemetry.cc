@@ -17,8 +17,7 @@ struct JsonObject::Impl {
 };
 
 JsonObject::JsonObject() : impl_(std::make_unique<Impl>()) {}
-JsonObject::JsonObject(const JsonObject& other)
-    : impl_(std::make_unique<Impl>(*other.impl_)) {}
+JsonObject::JsonObject(const JsonObject& other) : impl_(std::make_unique<Impl>(*other.impl_)) {}
 // Moving does not allocate (it is noexcept); the moved-from object holds no Impl and
 // may only be assigned to or destroyed, as the header says.
 JsonObject::JsonObject(JsonObject&& other) noexcept : impl_(std::move(other.impl_)) {}

@@ -63,7 +63,7 @@ class SocketHandle {
     dup_ = -1;
   }
   mutable std::mutex mu_;
-  int dup_ = -1;         // guarded by mu_
+  int dup_ = -1;          // guarded by mu_
   bool aborted_ = false;  // guarded by mu_
 };
 
@@ -104,8 +104,7 @@ class HttplibTransport final : public HttpTransport {
     const std::size_t prefix_cap = opt_.body_prefix_bytes;
     const std::uint64_t drain_cap = opt_.body_prefix_bytes + opt_.drain_limit_bytes;
     // @ref LLP 0014#drain-before-waiting
-    req.content_receiver = [&](const char* data, std::size_t n, std::uint64_t,
-                               std::uint64_t) {
+    req.content_receiver = [&](const char* data, std::size_t n, std::uint64_t, std::uint64_t) {
       if (r.body_prefix.size() < prefix_cap) {
         r.body_prefix.append(data, std::min(n, prefix_cap - r.body_prefix.size()));
       }
@@ -135,12 +134,8 @@ class HttplibTransport final : public HttpTransport {
     }
     out.message = httplib::to_string(err);
     switch (err) {
-      case httplib::Error::Connection:
-        out.error = TransportError::kConnect;
-        break;
-      case httplib::Error::ConnectionTimeout:
-        out.error = TransportError::kTimeout;
-        break;
+      case httplib::Error::Connection: out.error = TransportError::kConnect; break;
+      case httplib::Error::ConnectionTimeout: out.error = TransportError::kTimeout; break;
       case httplib::Error::Read:
       case httplib::Error::Write:
         // cpp-httplib reports a read timeout as Read; the message says which.
@@ -159,12 +154,8 @@ class HttplibTransport final : public HttpTransport {
         }
         break;
       }
-      case httplib::Error::Canceled:
-        out.error = TransportError::kAborted;
-        break;
-      default:
-        out.error = TransportError::kProtocol;
-        break;
+      case httplib::Error::Canceled: out.error = TransportError::kAborted; break;
+      default: out.error = TransportError::kProtocol; break;
     }
     out.message = "POST " + ep_.SchemeHostPort() + ep_.path + ": " + out.message;
     return out;

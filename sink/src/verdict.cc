@@ -73,27 +73,34 @@ Verdict Classify(const Attempt& a) {
   const int status = a.status;
   std::string reason = ExtractReason(a.body_prefix);
   if (status >= 200 && status < 300) {
-    return {.action = Action::kAcknowledge, .status = status, .reason = std::move(reason),
+    return {.action = Action::kAcknowledge,
+            .status = status,
+            .reason = std::move(reason),
             .duplicate = ScanStringField(a.body_prefix, "status") == "duplicate"};
   }
   if (status == 401) return UnauthorizedVerdict(a, std::move(reason));
   if (status == 413 || status == 400 || status == 422) {
     // @ref LLP 0014#split-and-poison — bisect down to the refused row.
     if (a.rows >= 2) {
-      return {.action = Action::kSplit, .status = status, .reason = std::move(reason),
+      return {.action = Action::kSplit,
+              .status = status,
+              .reason = std::move(reason),
               .message = "splitting the chunk in two at a line boundary"};
     }
-    return {.action = Action::kPoison, .status = status,
+    return {.action = Action::kPoison,
+            .status = status,
             .reason = OrHttpStatus(std::move(reason), status)};
   }
   if (status == 429 || status == 503) return BackpressureVerdict(a, std::move(reason));
   if (status >= 500) {
-    return {.action = Action::kRetryInPlace, .status = status,
+    return {.action = Action::kRetryInPlace,
+            .status = status,
             .reason = OrHttpStatus(std::move(reason), status),
             .retry_cause = RetryCause::kServer};
   }
   // 404, 405, 415, 3xx...: retrying inline will not help; the driver's horizon decides.
-  return {.action = Action::kRespool, .status = status,
+  return {.action = Action::kRespool,
+          .status = status,
           .reason = OrHttpStatus(std::move(reason), status),
           .message = "unexpected HTTP " + std::to_string(status),
           .respool_reason = RespoolReason::kClientError};

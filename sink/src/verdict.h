@@ -18,25 +18,25 @@ namespace fwdsink {
 // into the caller's response, valid for the Classify() call only.
 struct Attempt {
   TransportError error = TransportError::kNone;
-  std::string_view error_message{};          // the transport's sentence, for kTls
-  int status = 0;                            // HTTP status when error == kNone
+  std::string_view error_message{};               // the transport's sentence, for kTls
+  int status = 0;                                 // HTTP status when error == kNone
   std::optional<std::string_view> retry_after{};  // raw Retry-After header, if any
-  std::string_view body_prefix{};            // the bounded prefix of the response body
-  std::uint64_t rows = 0;                    // rows in the chunk sent
-  bool token_refresh_tried = false;          // a 401 already made us refresh, this chunk
+  std::string_view body_prefix{};                 // the bounded prefix of the response body
+  std::uint64_t rows = 0;                         // rows in the chunk sent
+  bool token_refresh_tried = false;               // a 401 already made us refresh, this chunk
   bool has_token_provider = false;
-  SystemTime now{};                          // system time, to turn an HTTP-date into a delay
+  SystemTime now{};  // system time, to turn an HTTP-date into a delay
 };
 
 // What to do next with the chunk.
 enum class Action {
-  kAcknowledge,    // the server has the chunk (maybe already had it: duplicate)
-  kRetryInPlace,   // re-send the same bytes under the same key after a wait
-  kRefreshToken,   // ask the token provider for a fresh token, re-send at once
-  kSplit,          // halve the chunk at a line boundary, send both halves
-  kPoison,         // the single row is refused as malformed: dead-letter it
-  kRespool,        // give the partition back for a later tick (respool_reason says why)
-  kStop,           // stop the partition (stop says why)
+  kAcknowledge,   // the server has the chunk (maybe already had it: duplicate)
+  kRetryInPlace,  // re-send the same bytes under the same key after a wait
+  kRefreshToken,  // ask the token provider for a fresh token, re-send at once
+  kSplit,         // halve the chunk at a line boundary, send both halves
+  kPoison,        // the single row is refused as malformed: dead-letter it
+  kRespool,       // give the partition back for a later tick (respool_reason says why)
+  kStop,          // stop the partition (stop says why)
 };
 
 // Why a chunk is retried in place; picks the counter and, past the budget, the
@@ -52,11 +52,11 @@ struct Verdict {
   std::string reason{};    // server's details.reason, else our code ("http_503", ...)
   std::string message{};   // a sentence for an operator, when the verdict ends the chunk
   bool duplicate = false;  // kAcknowledge: the server said it had this key already
-  RetryCause retry_cause = RetryCause::kBackpressure;       // kRetryInPlace
-  std::optional<std::chrono::milliseconds> retry_after{};   // kRetryInPlace: positive only
-  std::string retry_after_raw{};                            // kRetryInPlace: as received
-  RespoolReason respool_reason = RespoolReason::kNone;      // kRespool
-  StopCause stop = StopCause::kAborted;                     // kStop
+  RetryCause retry_cause = RetryCause::kBackpressure;      // kRetryInPlace
+  std::optional<std::chrono::milliseconds> retry_after{};  // kRetryInPlace: positive only
+  std::string retry_after_raw{};                           // kRetryInPlace: as received
+  RespoolReason respool_reason = RespoolReason::kNone;     // kRespool
+  StopCause stop = StopCause::kAborted;                    // kStop
 };
 
 // Maps an attempt to its verdict. Pure: no clock, no counters, no I/O; the same

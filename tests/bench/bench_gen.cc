@@ -25,21 +25,23 @@ constexpr int kExitIo = 74;
 constexpr std::size_t kWriteBuffer = 1 << 20;
 
 constexpr const char* kHosts[] = {"web", "api", "db", "cache", "worker", "edge"};
-constexpr const char* kServices[] = {"checkout", "search", "auth", "billing", "inventory",
-                                     "gateway", "profile", "notifications"};
+constexpr const char* kServices[] = {"checkout",  "search",  "auth",    "billing",
+                                     "inventory", "gateway", "profile", "notifications"};
 constexpr const char* kLevels[] = {"debug", "info", "info", "info", "warn", "error"};
-constexpr const char* kMessages[] = {
-    "request completed", "cache miss for key", "upstream timeout, retrying",
-    "user session refreshed", "payment authorised", "slow query detected",
-    "connection pool exhausted", "rate limit applied to client"};
+constexpr const char* kMessages[] = {"request completed",          "cache miss for key",
+                                     "upstream timeout, retrying", "user session refreshed",
+                                     "payment authorised",         "slow query detected",
+                                     "connection pool exhausted",  "rate limit applied to client"};
 constexpr const char* kAgents[] = {
-    "Mozilla/5.0 (X11; Linux x86_64; rv:115.0) Gecko/20100101 Firefox/115.0",
-    "curl/7.88.1", "okhttp/4.11.0", "Go-http-client/2.0",
+    "Mozilla/5.0 (X11; Linux x86_64; rv:115.0) Gecko/20100101 Firefox/115.0", "curl/7.88.1",
+    "okhttp/4.11.0", "Go-http-client/2.0",
     "Mozilla/5.0 (iPhone; CPU iPhone OS 16_5 like Mac OS X) AppleWebKit/605.1.15"};
 constexpr int kStatuses[] = {200, 200, 200, 201, 204, 301, 400, 404, 429, 500, 503};
 
 template <typename T, std::size_t N>
-constexpr std::size_t Count(const T (&)[N]) { return N; }
+constexpr std::size_t Count(const T (&)[N]) {
+  return N;
+}
 
 // xorshift64*: deterministic and fast; quality is irrelevant here.
 struct Rng {
@@ -65,8 +67,8 @@ std::size_t FormatRow(Rng& rng, std::uint64_t seq, char* buf, std::size_t cap) {
       "\",\"ua\":\"%s\",\"seq\":%" PRIu64 "}\n",
       1 + (secs / 86400) % 28, (secs / 3600) % 24, (secs / 60) % 60, secs % 60, ms % 1000,
       kHosts[rng.Pick(Count(kHosts))], rng.Pick(64), kServices[rng.Pick(Count(kServices))],
-      kLevels[rng.Pick(Count(kLevels))], kMessages[rng.Pick(Count(kMessages))],
-      rng.Pick(2000), kStatuses[rng.Pick(Count(kStatuses))], rng.Next(), rng.Next(),
+      kLevels[rng.Pick(Count(kLevels))], kMessages[rng.Pick(Count(kMessages))], rng.Pick(2000),
+      kStatuses[rng.Pick(Count(kStatuses))], rng.Next(), rng.Next(),
       kAgents[rng.Pick(Count(kAgents))], seq);
   return n < 0 ? 0 : static_cast<std::size_t>(n);
 }

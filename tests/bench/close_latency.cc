@@ -194,9 +194,12 @@ int main(int argc, char** argv) {
   std::string scenarios = "wait,headers,upload";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
-    if (flag == "--tmp") tmp = argv[i + 1];
-    else if (flag == "--runs") runs = std::max(1, std::atoi(argv[i + 1]));
-    else if (flag == "--scenarios") scenarios = argv[i + 1];
+    if (flag == "--tmp")
+      tmp = argv[i + 1];
+    else if (flag == "--runs")
+      runs = std::max(1, std::atoi(argv[i + 1]));
+    else if (flag == "--scenarios")
+      scenarios = argv[i + 1];
   }
   if (tmp.empty()) {
     std::fprintf(stderr, "usage: fwdsink-bench-close --tmp DIR [--runs N] [--scenarios a,b]\n");
@@ -218,9 +221,9 @@ int main(int argc, char** argv) {
       unblock.push_back(r.unblock_ms);
     }
     std::sort(unblock.begin(), unblock.end());
-    std::printf("close scenario=%s runs=%zu median_ms=%.2f max_ms=%.2f close_return_max_ms=%.2f ok=%d\n",
-                name, results.size(), unblock[unblock.size() / 2], unblock.back(), close_max,
-                ok ? 1 : 0);
+    std::printf(
+        "close scenario=%s runs=%zu median_ms=%.2f max_ms=%.2f close_return_max_ms=%.2f ok=%d\n",
+        name, results.size(), unblock[unblock.size() / 2], unblock.back(), close_max, ok ? 1 : 0);
     std::fflush(stdout);
     all_ok = all_ok && ok;
   };
@@ -267,9 +270,8 @@ int main(int argc, char** argv) {
       auto options = BaseOptions(peer.port());
       options.chunker.chunk_bytes = kUploadChunkBytes;
       options.chunker.max_line_bytes = kUploadChunkBytes;
-      results.push_back(TimeClose(options, big, [&](const auto&) {
-        return peer.received() >= kUploadStartedBytes;
-      }));
+      results.push_back(TimeClose(
+          options, big, [&](const auto&) { return peer.received() >= kUploadStartedBytes; }));
     }
     report("upload", results);
   }

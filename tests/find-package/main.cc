@@ -14,8 +14,8 @@ int main() {
   }
   // The library's timestamp format, from a small public header.
   std::printf("epoch: %s\n", fwdsink::FormatRfc3339({}).c_str());
-  const auto d = fwdsink::DecideWait(options.backpressure, 1, std::nullopt,
-                                     std::chrono::milliseconds{0});
+  const auto d =
+      fwdsink::DecideWait(options.backpressure, 1, std::nullopt, std::chrono::milliseconds{0});
   std::printf("first ladder wait: %lld ms\n", static_cast<long long>(d.wait.count()));
   return d.wait.count() == 30000 ? 0 : 1;
 }

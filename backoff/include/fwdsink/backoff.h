@@ -68,8 +68,8 @@ struct WaitDecision {
   // Always strictly positive.
   std::chrono::milliseconds wait{0};
   WaitSource source = WaitSource::kLadder;
-  std::size_t rung = 0;   // 0-based ladder rung used (source == kLadder)
-  bool capped = false;    // the wait was cut down to max_wait
+  std::size_t rung = 0;  // 0-based ladder rung used (source == kLadder)
+  bool capped = false;   // the wait was cut down to max_wait
   GiveUpReason reason = GiveUpReason::kBudgetExhausted;  // meaningful when give_up
 };
 

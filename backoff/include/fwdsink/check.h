@@ -10,8 +10,8 @@ namespace fwdsink::internal {
 [[noreturn]] void CheckFailed(const char* what, const char* file, int line) noexcept;
 }  // namespace fwdsink::internal
 
-#define FWDSINK_CHECK(cond)                                            \
-  do {                                                                 \
+#define FWDSINK_CHECK(cond)                                                   \
+  do {                                                                        \
     if (!(cond)) ::fwdsink::internal::CheckFailed(#cond, __FILE__, __LINE__); \
   } while (false)
 

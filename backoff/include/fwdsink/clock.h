@@ -31,8 +31,7 @@ class Sleeper {
   // Sleeps up to `duration`; returns true if it elapsed in full, false as soon as
   // `stop` is requested (at once if it already was). Non-positive durations return
   // immediately with !stop.stop_requested().
-  [[nodiscard]] virtual bool SleepFor(std::chrono::milliseconds duration,
-                                      std::stop_token stop) = 0;
+  [[nodiscard]] virtual bool SleepFor(std::chrono::milliseconds duration, std::stop_token stop) = 0;
 };
 
 // The process's real clocks (std::chrono::steady_clock and system_clock).

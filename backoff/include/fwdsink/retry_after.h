@@ -30,7 +30,6 @@ inline constexpr std::chrono::milliseconds kRetryAfterSaturation =
 // Parses an HTTP-date alone (any of the three formats) into whole seconds since the
 // epoch; nullopt if it is not one. Two-digit RFC 850 years resolve against the current
 // year. Seconds precision, so years up to 9999 fit.
-[[nodiscard]] std::optional<std::chrono::sys_seconds> ParseHttpDate(
-    std::string_view value);
+[[nodiscard]] std::optional<std::chrono::sys_seconds> ParseHttpDate(std::string_view value);
 
 }  // namespace fwdsink

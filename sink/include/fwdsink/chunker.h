@@ -41,13 +41,13 @@ struct Chunk {
 
 enum class ChunkerError {
   kNone,
-  kBadOptions,         // ChunkerOptions failed Validate()
-  kOpenFailed,         // open(2)/fstat(2) failed
-  kReadFailed,         // read(2) failed, or the file shrank under us
-  kBadOffset,          // begin offset past the end of the file
-  kNotAtLineStart,     // begin offset is inside a line
-  kLineTooLong,        // a line exceeds max_line_bytes
-  kUnterminatedLine,   // the last line has no '\n': a torn partition
+  kBadOptions,        // ChunkerOptions failed Validate()
+  kOpenFailed,        // open(2)/fstat(2) failed
+  kReadFailed,        // read(2) failed, or the file shrank under us
+  kBadOffset,         // begin offset past the end of the file
+  kNotAtLineStart,    // begin offset is inside a line
+  kLineTooLong,       // a line exceeds max_line_bytes
+  kUnterminatedLine,  // the last line has no '\n': a torn partition
 };
 
 // Returns a stable lower_snake name for `error` ("line_too_long", ...).

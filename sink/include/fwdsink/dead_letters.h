@@ -40,8 +40,8 @@ struct DeadEntry {
   std::uint64_t begin = 0;  // byte range of the dead rows in the original partition
   std::uint64_t end = 0;
   std::uint64_t rows = 0;
-  int status = 0;           // HTTP status of the last refusal (0 if none)
-  std::string reason;       // the server's details.reason, or the driver's reason
+  int status = 0;      // HTTP status of the last refusal (0 if none)
+  std::string reason;  // the server's details.reason, or the driver's reason
   DeadKind kind = DeadKind::kPoison;
   std::chrono::system_clock::time_point dead_at;
   // Where the dead rows start inside rows_path (0 for poison, begin for horizon).

@@ -35,23 +35,21 @@ struct DriverOptions {
 
 // What one tick did.
 struct TickReport {
-  std::uint64_t partitions = 0;      // ready partitions looked at
-  std::uint64_t delivered = 0;       // delivered and removed
-  std::uint64_t respooled = 0;       // given back for a later tick
-  std::uint64_t poisoned_chunks = 0; // chunks moved to dead letters (the rest went on)
-  std::uint64_t horizon_dead = 0;    // whole partitions moved to dead letters (horizon)
-  std::uint64_t torn = 0;            // unreadable/torn tails moved to dead letters
-  std::uint64_t errors = 0;          // auth/TLS/spool errors that stopped work
+  std::uint64_t partitions = 0;       // ready partitions looked at
+  std::uint64_t delivered = 0;        // delivered and removed
+  std::uint64_t respooled = 0;        // given back for a later tick
+  std::uint64_t poisoned_chunks = 0;  // chunks moved to dead letters (the rest went on)
+  std::uint64_t horizon_dead = 0;     // whole partitions moved to dead letters (horizon)
+  std::uint64_t torn = 0;             // unreadable/torn tails moved to dead letters
+  std::uint64_t errors = 0;           // auth/TLS/spool errors that stopped work
   std::uint64_t chunks_acked = 0;
   std::uint64_t rows_acked = 0;
   std::uint64_t bytes_acked = 0;
-  bool throttled = false;            // some partition hit 429/503
-  bool aborted = false;              // Close() cut the tick short
+  bool throttled = false;                    // some partition hit 429/503
+  bool aborted = false;                      // Close() cut the tick short
   Outcome last_error = Outcome::kDelivered;  // auth/TLS when errors > 0
   // Clean: nothing left behind for a later tick (the daemon's --once exit code).
-  [[nodiscard]] bool all_delivered() const {
-    return respooled == 0 && errors == 0 && !aborted;
-  }
+  [[nodiscard]] bool all_delivered() const { return respooled == 0 && errors == 0 && !aborted; }
 };
 
 // DriverCounters (the driver's counters) is generated in telemetry.h.

@@ -61,11 +61,11 @@ enum class Outcome {
 // Why a partition was respooled.
 enum class RespoolReason {
   kNone,
-  kBudgetExhausted,   // 429/503 backpressure outlasted the inline budget
-  kTransportError,    // connection failures/timeouts outlasted the budget
-  kServerError,       // other 5xx outlasted the budget
-  kClientError,       // a 4xx we cannot act on (404, 405, 415, ...): not retried inline
-  kCursorNotSaved,    // the ack callback could not persist the cursor
+  kBudgetExhausted,  // 429/503 backpressure outlasted the inline budget
+  kTransportError,   // connection failures/timeouts outlasted the budget
+  kServerError,      // other 5xx outlasted the budget
+  kClientError,      // a 4xx we cannot act on (404, 405, 415, ...): not retried inline
+  kCursorNotSaved,   // the ack callback could not persist the cursor
 };
 [[nodiscard]] std::string_view to_string(RespoolReason reason);
 
@@ -75,16 +75,16 @@ struct ForwardResult {
   // starts). For kPoisoned it is poison_begin.
   std::uint64_t resume_offset = 0;
   RespoolReason respool_reason = RespoolReason::kNone;
-  int status = 0;            // the last HTTP status seen (0: none / transport error)
-  std::string reason;        // server's details.reason, or the error text
-  std::string message;       // a sentence for an operator
+  int status = 0;                  // the last HTTP status seen (0: none / transport error)
+  std::string reason;              // server's details.reason, or the error text
+  std::string message;             // a sentence for an operator
   std::uint64_t poison_begin = 0;  // kPoisoned: the refused byte range
   std::uint64_t poison_end = 0;
   std::uint64_t poison_rows = 0;
   std::uint64_t chunks_acked = 0;  // during this call
   std::uint64_t rows_acked = 0;
   std::uint64_t bytes_acked = 0;
-  bool throttled = false;          // at least one 429/503 was seen during this call
+  bool throttled = false;  // at least one 429/503 was seen during this call
 };
 
 // An acknowledged chunk, passed to the ack callback before the next chunk is sent.
@@ -93,10 +93,10 @@ struct ForwardResult {
 struct AckedChunk {
   std::string_view partition;
   std::uint64_t begin = 0;
-  std::uint64_t end = 0;    // the new cursor
+  std::uint64_t end = 0;  // the new cursor
   std::uint64_t rows = 0;
-  bool duplicate = false;   // the server said it had this key already
-  bool final = false;       // this chunk ends the partition's file
+  bool duplicate = false;      // the server said it had this key already
+  bool final = false;          // this chunk ends the partition's file
   bool dead_lettered = false;  // the rows went to dead letters, not to the server
 };
 // Persists the cursor; returns false if it could not (the sink then stops and
@@ -110,9 +110,9 @@ struct PoisonedChunk {
   std::uint64_t begin = 0;
   std::uint64_t end = 0;
   std::uint64_t rows = 0;
-  int status = 0;            // the refusing HTTP status (400, 413, 422)
-  std::string_view reason;   // server's details.reason, or "http_<status>"
-  std::string_view body;     // the chunk's raw (unencoded) bytes, [begin, end)
+  int status = 0;           // the refusing HTTP status (400, 413, 422)
+  std::string_view reason;  // server's details.reason, or "http_<status>"
+  std::string_view body;    // the chunk's raw (unencoded) bytes, [begin, end)
 };
 // Writes a poisoned chunk durably to dead letters; returns false if it could not.
 // On true the sink moves on past the chunk (acking it as dead_lettered, so the cursor
@@ -174,18 +174,18 @@ class ForwardSink {
   struct State {
     enum class Phase { kIdle, kSending, kWaiting } phase = Phase::kIdle;
     std::string partition{};
-    std::string reason{};      // why it is waiting
-    int status = 0;            // the status that caused the wait
+    std::string reason{};  // why it is waiting
+    int status = 0;        // the status that caused the wait
     std::chrono::milliseconds wait{0};
-    MonotonicTime until{};     // when the wait ends
+    MonotonicTime until{};  // when the wait ends
   };
   [[nodiscard]] State state() const;
   [[nodiscard]] const Counters& counters() const;
   [[nodiscard]] const ForwardOptions& options() const;
 
  private:
-  struct Impl;    // the transport, encoder, chunk buffers, read-ahead worker, token, state
-  class Call;     // one ForwardPartition call: the effects of each verdict
+  struct Impl;  // the transport, encoder, chunk buffers, read-ahead worker, token, state
+  class Call;   // one ForwardPartition call: the effects of each verdict
   explicit ForwardSink(std::unique_ptr<Impl> impl);
 
   std::unique_ptr<Impl> impl_;

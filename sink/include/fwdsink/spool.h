@@ -39,9 +39,9 @@ inline constexpr std::size_t kMaxPartitionNameLength = 200;
 
 // A sealed partition in SPOOL/ready/.
 struct ReadyPartition {
-  std::string name;             // without the ".ndjson" extension
-  std::filesystem::path path;   // SPOOL/ready/<name>.ndjson
-  std::uint64_t size = 0;       // bytes
+  std::string name;            // without the ".ndjson" extension
+  std::filesystem::path path;  // SPOOL/ready/<name>.ndjson
+  std::uint64_t size = 0;      // bytes
 };
 
 enum class CursorStatus {
@@ -104,7 +104,7 @@ class Spool {
   // Records one failure of partition `name` at wall-clock time `now`: the failure
   // count goes up, the first failure time is set only if there is none yet.
   [[nodiscard]] Status RecordFailure(std::string_view name,
-                                          std::chrono::system_clock::time_point now);
+                                     std::chrono::system_clock::time_point now);
 
   // Forgets the failure history of partition `name` (no first failure, zero
   // failures), keeping its offset. Called when a partition made progress.
@@ -119,27 +119,28 @@ class Spool {
   // Writes the poisoned chunk [begin, end) of partition `name` as
   // dead/<name>.<begin>-<end>.ndjson plus its record (kind "poison"), each atomically.
   // The partition itself is untouched: the caller moves its cursor past the chunk.
-  [[nodiscard]] Result<DeadEntry> DeadLetterChunk(
-      std::string_view name, std::uint64_t begin, std::uint64_t end,
-      std::string_view body_bytes, int status, std::string_view reason,
-      std::chrono::system_clock::time_point when);
+  [[nodiscard]] Result<DeadEntry> DeadLetterChunk(std::string_view name, std::uint64_t begin,
+                                                  std::uint64_t end, std::string_view body_bytes,
+                                                  int status, std::string_view reason,
+                                                  std::chrono::system_clock::time_point when);
 
   // Moves the whole partition `name` into dead/ (kind "horizon"), recording that the
   // dead rows start at `from_offset`, and removes its cursor.
-  [[nodiscard]] Result<DeadEntry> DeadLetterPartition(
-      std::string_view name, std::uint64_t from_offset, std::string_view reason,
-      int status, std::chrono::system_clock::time_point when);
+  [[nodiscard]] Result<DeadEntry> DeadLetterPartition(std::string_view name,
+                                                      std::uint64_t from_offset,
+                                                      std::string_view reason, int status,
+                                                      std::chrono::system_clock::time_point when);
 
   // Lists dead letters matching `filter`, oldest first, one page of them, plus the
   // number of matches in all. `now` anchors the age filters.
-  [[nodiscard]] Result<DeadList> ListDead(
-      const DeadFilter& filter, std::chrono::system_clock::time_point now) const;
+  [[nodiscard]] Result<DeadList> ListDead(const DeadFilter& filter,
+                                          std::chrono::system_clock::time_point now) const;
 
   // Copies the dead rows of `dead_name` into ready/ as a new partition named
   // `<dead name>.requeued-<n>` and marks the record requeued_at/requeued_as; the dead
   // letter stays in dead/ as an audit record. Returns the new partition's name.
-  [[nodiscard]] Result<std::string> Requeue(
-      std::string_view dead_name, std::chrono::system_clock::time_point now);
+  [[nodiscard]] Result<std::string> Requeue(std::string_view dead_name,
+                                            std::chrono::system_clock::time_point now);
 
   // Deletes one dead letter (its record and its rows).
   [[nodiscard]] Status Purge(std::string_view dead_name);
@@ -147,7 +148,7 @@ class Spool {
   // Deletes every dead letter matching `filter` (paging fields ignored). Returns how
   // many were deleted.
   [[nodiscard]] Result<std::size_t> Purge(const DeadFilter& filter,
-                                               std::chrono::system_clock::time_point now);
+                                          std::chrono::system_clock::time_point now);
 
  private:
   explicit Spool(std::filesystem::path dir) : dir_(std::move(dir)) {}

@@ -27,8 +27,7 @@ struct SpoolWriterOptions {
   // Monotonic time for max_age; tests inject a fake.
   std::function<std::chrono::steady_clock::time_point()> now = std::chrono::steady_clock::now;
   // Wall-clock time for partition names only (they sort oldest first by it).
-  std::function<std::chrono::system_clock::time_point()> wall_now =
-      std::chrono::system_clock::now;
+  std::function<std::chrono::system_clock::time_point()> wall_now = std::chrono::system_clock::now;
 };
 
 // Writes rows into sealed partitions of one spool directory.
@@ -44,7 +43,7 @@ class SpoolWriter {
   // Opens a writer on spool directory `spool_dir`, creating its folders as needed.
   // Rejects max_bytes == 0, a non-positive max_age and empty clock functions.
   [[nodiscard]] static Result<SpoolWriter> Open(std::filesystem::path spool_dir,
-                                                     SpoolWriterOptions options = {});
+                                                SpoolWriterOptions options = {});
 
   SpoolWriter(SpoolWriter&& other) noexcept;
   SpoolWriter& operator=(SpoolWriter&& other) noexcept;

@@ -89,19 +89,19 @@ inline constexpr std::string_view kDaemonExit = "daemon.exit";
 // empty) and are not rendered; `begin` and `end` are rendered together, both, when
 // either is non-zero.
 struct Event {
-  std::string_view name{};       // one of the events:: constants
-  std::string_view label{};      // the sink's log label (two sinks in one daemon)
+  std::string_view name{};   // one of the events:: constants
+  std::string_view label{};  // the sink's log label (two sinks in one daemon)
   std::string partition{};
-  std::string key{};             // Idempotency-Key of the chunk concerned
-  int status = 0;              // HTTP status, 0 for transport errors
-  std::string reason{};          // server's details.reason, or ours
-  std::size_t attempt = 0;     // failed attempts of this chunk so far
+  std::string key{};        // Idempotency-Key of the chunk concerned
+  int status = 0;           // HTTP status, 0 for transport errors
+  std::string reason{};     // server's details.reason, or ours
+  std::size_t attempt = 0;  // failed attempts of this chunk so far
   std::chrono::milliseconds wait{0};
   std::string_view wait_source{};  // "retry_after" | "ladder" | "gate"
-  std::string retry_after{};     // raw Retry-After header, if any
-  std::uint64_t begin = 0;     // chunk or resume offsets
+  std::string retry_after{};       // raw Retry-After header, if any
+  std::uint64_t begin = 0;         // chunk or resume offsets
   std::uint64_t end = 0;
-  std::string message{};         // a sentence for humans
+  std::string message{};  // a sentence for humans
 };
 
 using EventCallback = std::function<void(const Event&)>;
@@ -128,10 +128,12 @@ class JsonObject {
   JsonObject& Add(std::string_view key, const std::string& value);
   JsonObject& Add(std::string_view key, bool value);
   template <class Int>
-    requires(std::is_integral_v<Int> && !std::is_same_v<Int, bool>)
-  JsonObject& Add(std::string_view key, Int value) {
-    if constexpr (std::is_signed_v<Int>) return AddSigned(key, value);
-    else return AddUnsigned(key, value);
+  requires(std::is_integral_v<Int> &&
+           !std::is_same_v<Int, bool>) JsonObject& Add(std::string_view key, Int value) {
+    if constexpr (std::is_signed_v<Int>)
+      return AddSigned(key, value);
+    else
+      return AddUnsigned(key, value);
   }
   JsonObject& Add(std::string_view key, const JsonObject& value);
   JsonObject& Add(std::string_view key, const std::vector<JsonObject>& values);

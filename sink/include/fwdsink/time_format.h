@@ -14,8 +14,7 @@ enum class TimePrecision {
 
 // Formats `t` as RFC 3339 in UTC with a "Z" suffix, truncated (towards the past, also
 // before 1970) to `precision`.
-[[nodiscard]] std::string FormatRfc3339(
-    std::chrono::system_clock::time_point t,
-    TimePrecision precision = TimePrecision::kMilliseconds);
+[[nodiscard]] std::string FormatRfc3339(std::chrono::system_clock::time_point t,
+                                        TimePrecision precision = TimePrecision::kMilliseconds);
 
 }  // namespace fwdsink

@@ -21,7 +21,7 @@ struct Endpoint {
   std::string scheme;  // "http" | "https"
   std::string host;    // without brackets for IPv6
   int port = 0;
-  std::string path;    // always starts with '/'
+  std::string path;  // always starts with '/'
   // Returns "scheme://host:port" as cpp-httplib's Client wants it.
   [[nodiscard]] std::string SchemeHostPort() const;
 };
@@ -71,8 +71,8 @@ struct HttpResponse {
 
 struct TransportResult {
   TransportError error = TransportError::kNone;
-  std::string message;     // why, for an operator (empty on success)
-  HttpResponse response;   // meaningful when error == kNone
+  std::string message;    // why, for an operator (empty on success)
+  HttpResponse response;  // meaningful when error == kNone
 };
 
 using HeaderList = std::vector<std::pair<std::string, std::string>>;
