@@ -58,14 +58,14 @@ struct ForwardOptions {
   bool send_idempotency_header = true;
   // When set, the key is also put in the URL query as NAME=KEY, e.g.
   // "insert_deduplication_token" for ClickHouse. @ref LLP 0017#key-param
-  std::string idempotency_query_param;
+  std::string idempotency_query_param{};
   // Extra request headers ("X-Scope-OrgID", an API key). Validated by Validate(); never
   // logged. Content-Type, Content-Encoding, Content-Length, Transfer-Encoding, Host,
   // Connection and the idempotency header are the sink's and may not be set here.
-  HeaderList headers;
+  HeaderList headers{};
   // HTTP Basic auth; also taken from the URL's userinfo. A bearer token from the token
   // provider wins when both exist.
-  std::optional<BasicAuth> basic_auth;
+  std::optional<BasicAuth> basic_auth{};
   // Response rules beyond the status (engine profile, statuses retried in place).
   ResponseRules responses{};
   Compression compression = Compression::kZstd;

@@ -65,11 +65,11 @@ struct TransportOptions {
   std::string ca_file;
   std::string ca_dir;
   // Client certificate and its private key (PEM files) for mutual TLS; both or neither.
-  std::string client_cert_file;
-  std::string client_key_file;
+  std::string client_cert_file{};
+  std::string client_key_file{};
   // HTTP proxy, "http://[user:password@]host:port"; empty means none. An https endpoint
   // is reached through the proxy with CONNECT (cpp-httplib's SSLClient).
-  std::string proxy;
+  std::string proxy{};
   // Bytes of a response body kept for the caller (enough for details.reason).
   std::size_t body_prefix_bytes = 4096;
   // Bytes read and discarded past the prefix so the connection can be reused; a longer
