@@ -11,8 +11,8 @@
 
 using fwdsink::Action;
 using fwdsink::Attempt;
-using fwdsink::ClickHouseClass;
 using fwdsink::Classify;
+using fwdsink::ClickHouseClass;
 using fwdsink::EngineProfile;
 using fwdsink::ResponseRules;
 using fwdsink::RetryCause;
@@ -98,12 +98,12 @@ TEST_CASE("--profile clickhouse: the verdict table") {
       {"too many parts: backpressure in place", Http(500, kTooManyParts23, 4),
        Action::kRetryInPlace, "TOO_MANY_PARTS"},
       {"code in the header only", header_only, Action::kRetryInPlace, "TOO_MANY_PARTS"},
-      {"unknown table (18.16 says 404): stop, config", Http(404, kUnknownTable18, 4),
-       Action::kStop, "UNKNOWN_TABLE", RetryCause::kBackpressure, StopCause::kConfig},
+      {"unknown table (18.16 says 404): stop, config", Http(404, kUnknownTable18, 4), Action::kStop,
+       "UNKNOWN_TABLE", RetryCause::kBackpressure, StopCause::kConfig},
       {"Content-Encoding identity: stop, config", Http(500, kIdentity18, 4), Action::kStop,
        "UNKNOWN_COMPRESSION_METHOD", RetryCause::kBackpressure, StopCause::kConfig},
-      {"wrong password with Basic auth: stop, config", basic_401, Action::kStop,
-       "WRONG_PASSWORD", RetryCause::kBackpressure, StopCause::kConfig},
+      {"wrong password with Basic auth: stop, config", basic_401, Action::kStop, "WRONG_PASSWORD",
+       RetryCause::kBackpressure, StopCause::kConfig},
       {"401 with a token provider: refresh first", bearer_401, Action::kRefreshToken, ""},
       {"an unlisted code: the status decides (500 retries)",
        Http(500, "Code: 49, e.displayText() = DB::Exception: Logical error", 4),

@@ -104,7 +104,8 @@ class ClickHouse {
 )");
     const std::string d = dir.string();
     fwdsink::test::WriteFile(dir / "config.xml", R"(<?xml version="1.0"?><yandex>
-<logger><level>warning</level><log>)" + d + R"(/server.log</log><errorlog>)" + d +
+<logger><level>warning</level><log>)" + d + R"(/server.log</log><errorlog>)" +
+                                                     d +
                                                      R"(/err.log</errorlog></logger>
 <listen_host>127.0.0.1</listen_host>
 <http_port>)" + std::to_string(ch->port_) + R"(</http_port>
@@ -121,8 +122,7 @@ class ClickHouse {
     posix_spawn_file_actions_init(&actions);
     const std::string out = d + "/stdout";
     posix_spawn_file_actions_addopen(&actions, 1, out.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&actions, 2, out.c_str(), O_WRONLY | O_CREAT | O_APPEND,
-                                     0644);
+    posix_spawn_file_actions_addopen(&actions, 2, out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     pid_t pid = -1;
     const int rc = posix_spawn(&pid, kServerBin, &actions, nullptr, argv.data(), environ);
     posix_spawn_file_actions_destroy(&actions);
@@ -156,8 +156,7 @@ void Seal(const fs::path& spool, std::uint64_t n, std::optional<std::uint64_t> b
   auto w = fwdsink::SpoolWriter::Open(spool);
   REQUIRE(w.ok());
   for (std::uint64_t i = 0; i < n; ++i) {
-    REQUIRE(w->Append(bad && *bad == i ? R"({"ts":"bad","host":"h","v":"not a number"})"
-                                       : Row(i))
+    REQUIRE(w->Append(bad && *bad == i ? R"({"ts":"bad","host":"h","v":"not a number"})" : Row(i))
                 .ok());
   }
   REQUIRE(w->Seal().ok());
@@ -185,11 +184,11 @@ std::size_t Count(const std::string& text, const std::string& what) {
   return n;
 }
 
-#define REQUIRE_CLICKHOUSE(ch)                                                  \
-  ClickHouse* ch = ClickHouse::Get();                                           \
-  if (!ch) {                                                                    \
+#define REQUIRE_CLICKHOUSE(ch)                                               \
+  ClickHouse* ch = ClickHouse::Get();                                        \
+  if (!ch) {                                                                 \
     MESSAGE("skipped: " << kServerBin << " not installed or did not start"); \
-    return;                                                                     \
+    return;                                                                  \
   }
 
 }  // namespace
@@ -203,9 +202,10 @@ TEST_CASE("ClickHouse: 200,000 rows arrive, with identity and with gzip") {
     const fs::path dir = fwdsink::test::FreshDir(kSuite, "bulk_" + codec);
     Seal(dir / "spool", kRows);
     std::string err;
-    CHECK(RunDaemon(dir, {"forward", "--spool", (dir / "spool").string(), "--url", ch->Url(table),
-                          "--once", "--log-json", "--profile", "clickhouse", "--compression",
-                          codec, "--chunk-bytes", "1m"},
+    CHECK(RunDaemon(dir,
+                    {"forward", "--spool", (dir / "spool").string(), "--url", ch->Url(table),
+                     "--once", "--log-json", "--profile", "clickhouse", "--compression", codec,
+                     "--chunk-bytes", "1m"},
                     &err) == kExitOk);
     INFO(err.substr(0, 2000));
     CHECK(ch->Query("SELECT count(), uniqExact(ts), toString(sum(v)) FROM " + table) ==
@@ -220,9 +220,10 @@ TEST_CASE("ClickHouse: one malformed row is dead-lettered, every other row deliv
   constexpr std::uint64_t kSmall = 2000, kBad = 1234;
   Seal(dir / "spool", kSmall, kBad);
   std::string err;
-  CHECK(RunDaemon(dir, {"forward", "--spool", (dir / "spool").string(), "--url", ch->Url("t_bad"),
-                        "--once", "--log-json", "--profile", "clickhouse", "--compression",
-                        "identity", "--chunk-bytes", "16k"},
+  CHECK(RunDaemon(dir,
+                  {"forward", "--spool", (dir / "spool").string(), "--url", ch->Url("t_bad"),
+                   "--once", "--log-json", "--profile", "clickhouse", "--compression", "identity",
+                   "--chunk-bytes", "16k"},
                   &err) == kExitDataErr);
   INFO(err.substr(0, 3000));
   CHECK(ch->Query("SELECT count(), toString(sum(v)) FROM t_bad") ==
@@ -239,10 +240,11 @@ TEST_CASE("ClickHouse: an unknown table stops at once, named, exit 78, no retry 
   Seal(dir / "spool", 1000);
   std::string err;
   const auto start = std::chrono::steady_clock::now();
-  CHECK(RunDaemon(dir, {"forward", "--spool", (dir / "spool").string(), "--url",
-                        ch->Url("no_such_table"), "--once", "--log-json", "--profile",
-                        "clickhouse", "--compression", "identity"},
-                  &err) == kExitConfig);
+  CHECK(
+      RunDaemon(dir,
+                {"forward", "--spool", (dir / "spool").string(), "--url", ch->Url("no_such_table"),
+                 "--once", "--log-json", "--profile", "clickhouse", "--compression", "identity"},
+                &err) == kExitConfig);
   CHECK(std::chrono::steady_clock::now() - start < 20s);
   INFO(err);
   CHECK(Count(err, R"("event":"forward.config_error")") == 1);
@@ -254,24 +256,25 @@ TEST_CASE("ClickHouse: an unknown table stops at once, named, exit 78, no retry 
 
   SUBCASE("18.16 does not know insert_deduplication_token: UNKNOWN_SETTING, named") {
     ch->Table("t_token");
-    CHECK(RunDaemon(dir, {"forward", "--spool", (dir / "spool").string(), "--url",
-                          ch->Url("t_token"), "--once", "--log-json", "--profile", "clickhouse",
-                          "--key-param", "insert_deduplication_token", "--compression",
-                          "identity"},
+    CHECK(RunDaemon(dir,
+                    {"forward", "--spool", (dir / "spool").string(), "--url", ch->Url("t_token"),
+                     "--once", "--log-json", "--profile", "clickhouse", "--key-param",
+                     "insert_deduplication_token", "--compression", "identity"},
                     &err) == kExitConfig);
     CHECK(err.find("UNKNOWN_SETTING") != std::string::npos);
   }
   SUBCASE("zstd: 18.16 knows only gzip, UNKNOWN_COMPRESSION_METHOD, named") {
-    CHECK(RunDaemon(dir, {"forward", "--spool", (dir / "spool").string(), "--url",
-                          ch->Url("no_such_table"), "--once", "--log-json", "--profile",
-                          "clickhouse", "--compression", "zstd"},
-                    &err) == kExitConfig);
+    CHECK(RunDaemon(
+              dir,
+              {"forward", "--spool", (dir / "spool").string(), "--url", ch->Url("no_such_table"),
+               "--once", "--log-json", "--profile", "clickhouse", "--compression", "zstd"},
+              &err) == kExitConfig);
     CHECK(err.find("UNKNOWN_COMPRESSION_METHOD") != std::string::npos);
   }
   SUBCASE("the generic profile: 404 for every request of the pass, still named, exit 78") {
-    CHECK(RunDaemon(dir, {"forward", "--spool", (dir / "spool").string(), "--url",
-                          ch->Url("no_such_table"), "--once", "--log-json", "--compression",
-                          "identity"},
+    CHECK(RunDaemon(dir,
+                    {"forward", "--spool", (dir / "spool").string(), "--url",
+                     ch->Url("no_such_table"), "--once", "--log-json", "--compression", "identity"},
                     &err) == kExitConfig);
     CHECK(Count(err, R"("event":"driver.permanent_error")") == 1);
     CHECK(err.find("doesn't exist") != std::string::npos);
@@ -284,10 +287,9 @@ TEST_CASE("ClickHouse: SIGKILL during a forward loses nothing") {
   const fs::path dir = fwdsink::test::FreshDir(kSuite, "sigkill");
   const fs::path spool = dir / "spool";
   Seal(spool, kRows);
-  const std::vector<std::string> args = {"forward",     "--spool",     spool.string(),
-                                         "--url",       ch->Url("t_kill"),
-                                         "--log-json",  "--profile",   "clickhouse",
-                                         "--compression", "identity",  "--chunk-bytes", "64k"};
+  const std::vector<std::string> args = {
+      "forward",   "--spool",    spool.string(),  "--url",    ch->Url("t_kill"), "--log-json",
+      "--profile", "clickhouse", "--compression", "identity", "--chunk-bytes",   "64k"};
   {
     DaemonProcess d(dir, "killed", args);
     const auto deadline = std::chrono::steady_clock::now() + 30s;

@@ -131,9 +131,9 @@ TEST_CASE("RedactUrl hides the password and nothing else") {
 TEST_CASE("ValidateHeaderField: RFC 9110 names and field-values") {
   CHECK(fwdsink::ValidateHeaderField("X-Scope-OrgID", "tenant-1", "--header").ok());
   CHECK(fwdsink::ValidateHeaderField("X-Key", "a b\tc \x80", "--header").ok());
-  for (std::string_view bad : {std::string_view("a\r\nX-Evil: 1"), std::string_view("a\nb"),
-                               std::string_view("a\0b", 3), std::string_view("a\x01"),
-                               std::string_view(" lead"), std::string_view("trail\t")}) {
+  for (std::string_view bad :
+       {std::string_view("a\r\nX-Evil: 1"), std::string_view("a\nb"), std::string_view("a\0b", 3),
+        std::string_view("a\x01"), std::string_view(" lead"), std::string_view("trail\t")}) {
     const fwdsink::Status s = fwdsink::ValidateHeaderField("X-Key", bad, "--header-file /k");
     CHECK_FALSE(s.ok());
     CHECK(s.field() == "--header-file /k");
@@ -217,16 +217,14 @@ TEST_CASE("daemon request flags: --header, secrets from files, the proxy environ
     CHECK(fwdsink_cli::ProxyFromEnvironment("https://h.example/x", lookup).empty());
     env["https_proxy"] = "http://proxy:3128";
     env["HTTP_PROXY"] = "http://cgi-poisoned:1";
-    CHECK(fwdsink_cli::ProxyFromEnvironment("https://h.example/x", lookup) ==
-          "http://proxy:3128");
+    CHECK(fwdsink_cli::ProxyFromEnvironment("https://h.example/x", lookup) == "http://proxy:3128");
     CHECK(fwdsink_cli::ProxyFromEnvironment("http://h.example/x", lookup).empty());
     env["http_proxy"] = "http://plain:8080";
     CHECK(fwdsink_cli::ProxyFromEnvironment("http://h.example/x", lookup) == "http://plain:8080");
     env["no_proxy"] = "localhost, .example";
     CHECK(fwdsink_cli::ProxyFromEnvironment("https://h.example/x", lookup).empty());
     CHECK(fwdsink_cli::ProxyFromEnvironment("https://example/x", lookup).empty());
-    CHECK(fwdsink_cli::ProxyFromEnvironment("https://notexample/x", lookup) ==
-          "http://proxy:3128");
+    CHECK(fwdsink_cli::ProxyFromEnvironment("https://notexample/x", lookup) == "http://proxy:3128");
     env["no_proxy"] = "*";
     CHECK(fwdsink_cli::ProxyFromEnvironment("https://any/x", lookup).empty());
   }

@@ -41,8 +41,8 @@ bool NoProxyMatches(std::string_view list, std::string_view host) {
     while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
     while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
     if (item == "*") return true;
-    if (const auto colon = item.rfind(':'); colon != std::string_view::npos &&
-                                            item.find(']') == std::string_view::npos) {
+    if (const auto colon = item.rfind(':');
+        colon != std::string_view::npos && item.find(']') == std::string_view::npos) {
       item = item.substr(0, colon);
     }
     if (!item.empty() && item.front() == '.') item.remove_prefix(1);
@@ -60,7 +60,7 @@ bool NoProxyMatches(std::string_view list, std::string_view host) {
 }  // namespace
 
 fwdsink::Result<std::pair<std::string, std::string>> ParseHeaderFlag(std::string_view text,
-                                                                       std::string_view source) {
+                                                                     std::string_view source) {
   const auto colon = text.find(':');
   if (colon == std::string_view::npos) {
     return Bad(std::string(source), std::string(source) + ": expected 'Name: value'");

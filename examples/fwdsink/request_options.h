@@ -20,8 +20,8 @@ namespace fwdsink_cli {
 // What the request flags asked for, before the secret files are read.
 struct RequestFlags {
   std::vector<std::pair<std::string, std::filesystem::path>> header_files;  // --header-file
-  std::optional<std::filesystem::path> basic_auth_file;                   // --basic-auth-file
-  std::optional<std::string> proxy;                                       // --proxy
+  std::optional<std::filesystem::path> basic_auth_file;                     // --basic-auth-file
+  std::optional<std::string> proxy;                                         // --proxy
 };
 
 // Splits "Name: value" (optional whitespace after the colon) and checks both parts
