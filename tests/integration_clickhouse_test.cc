@@ -184,11 +184,16 @@ std::size_t Count(const std::string& text, const std::string& what) {
   return n;
 }
 
-#define REQUIRE_CLICKHOUSE(ch)                                               \
-  ClickHouse* ch = ClickHouse::Get();                                        \
-  if (!ch) {                                                                 \
-    MESSAGE("skipped: " << kServerBin << " not installed or did not start"); \
-    return;                                                                  \
+// Skips when clickhouse-server is not installed; fails when it is but did not start
+// (a skip must never hide a broken server in CI).
+#define REQUIRE_CLICKHOUSE(ch)                                 \
+  ClickHouse* ch = ClickHouse::Get();                          \
+  if (!ch) {                                                   \
+    REQUIRE_MESSAGE(!fs::exists(kServerBin),                   \
+                    "clickhouse-server did not start; see "    \
+                    "FWDSINK_TEST_TMP/clickhouse/server");     \
+    MESSAGE("skipped: " << kServerBin << " is not installed"); \
+    return;                                                    \
   }
 
 }  // namespace
