@@ -10,6 +10,8 @@ PKGS=(
   nlohmann-json3-dev                   # JSON: error bodies, receiver row checks, stats
   libssl-dev openssl                   # TLS, and the CLI the TLS tests use to make certificates
   libzstd-dev zstd                     # compression (library; CLI for the benchmark baseline)
+  zlib1g-dev                           # gzip Content-Encoding
+  clickhouse-server clickhouse-client  # the real-engine tests (LABEL engines) and benchmark
   doctest-dev                          # tests
   curl                                 # demo and benchmark baseline
   clang-format                         # the format check in .ci/run (scripts/format.sh)

@@ -29,6 +29,8 @@ struct Recorded {
   std::string content_type;
   std::string user_agent;
   std::string body;  // as received on the wire
+  std::string target;        // request target as sent: path and query
+  httplib::Headers headers;  // every header, as received
 };
 
 class ScriptedServer {
@@ -42,7 +44,7 @@ class ScriptedServer {
         requests_.push_back(
             {req.get_header_value(key_header_), req.get_header_value("Content-Encoding"),
              req.get_header_value("Authorization"), req.get_header_value("Content-Type"),
-             req.get_header_value("User-Agent"), req.body});
+             req.get_header_value("User-Agent"), req.body, req.target, req.headers});
         if (!script_.empty()) {
           r = script_.front();
           script_.pop_front();

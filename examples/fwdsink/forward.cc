@@ -32,6 +32,8 @@
 #include "fwdsink/driver.h"
 #include "fwdsink/telemetry.h"
 #include "fwdsink/time_format.h"
+#include "fwdsink/transport.h"
+#include "request_options.h"
 
 namespace fwdsink_cli {
 namespace {
@@ -82,6 +84,11 @@ class Output {
   void Event(const fwdsink::Event& e) {
     const std::string line = LogLine(fwdsink::ToJsonObject(e));
     std::lock_guard lock(mu_);
+    // The progress line shows a permanent error until rows move again.
+    // @ref LLP 0017#permanent-errors
+    if (e.name == fwdsink::events::kDriverPermanentError) {
+      problem_ = "ERROR " + std::to_string(e.status) + " " + e.reason;
+    }
     if (progress_) {
       ClearLineLocked();
       std::fprintf(stderr, "%s\n", Human(e).c_str());
@@ -125,6 +132,14 @@ class Output {
 
   bool progress() const { return progress_; }
 
+  // Returns the permanent error to show on the progress line ("" when none); clears it
+  // when `moving` (rows were acknowledged since the last call).
+  std::string Problem(bool moving) {
+    std::lock_guard lock(mu_);
+    if (moving) problem_.clear();
+    return problem_;
+  }
+
  private:
   static std::string Human(const fwdsink::Event& e) {
     std::string s = NowIso8601().substr(11, 12) + " " + std::string(e.name);
@@ -160,7 +175,8 @@ class Output {
   std::mutex mu_;
   const bool progress_;
   std::FILE* const file_;
-  std::string line_;  // guarded by mu_
+  std::string line_;     // guarded by mu_
+  std::string problem_;  // guarded by mu_
 };
 
 std::uint64_t CountReady(const std::filesystem::path& spool) {
@@ -262,7 +278,11 @@ class Reporter {
       const double bps = secs > 0 ? static_cast<double>(bytes - bytes0) / secs : 0;
       const std::uint64_t left = CountReady(spool_);
       if (out_.progress()) {
-        out_.Progress(ProgressLine(driver_, left, rps, bps));
+        std::string line = ProgressLine(driver_, left, rps, bps);
+        if (const std::string problem = out_.Problem(rows > rows0); !problem.empty()) {
+          line += " | " + problem;
+        }
+        out_.Progress(std::move(line));
         // The --log-file still gets its periodic stats line.
         if (now - last_stats >= stats_interval_) {
           out_.Json(StatsJson(fwdsink::events::kDaemonStats, driver_, left, rps, bps), false);
@@ -292,6 +312,10 @@ class Reporter {
 int OnceExitCode(const fwdsink::TickReport& r) {
   if (r.poisoned_chunks > 0 || r.torn > 0 || r.horizon_dead > 0) return kExitDataErr;
   if (r.errors > 0 && r.last_error == fwdsink::Outcome::kAuthError) return kExitNoPerm;
+  // @ref LLP 0017#permanent-errors
+  if ((r.errors > 0 && r.last_error == fwdsink::Outcome::kConfigError) || r.permanent_error) {
+    return kExitConfig;
+  }
   if (!r.all_delivered()) return kExitTempFail;
   return kExitOk;
 }
@@ -322,11 +346,23 @@ int RunForward(const ForwardConfig& config) {
                         (config.log_mode == LogMode::kAuto && ::isatty(STDERR_FILENO));
   Output out(progress, log_file);
 
+  // Secrets are read here, once, and go into the options, never into a log.
+  // @ref LLP 0017#request-options
+  fwdsink::DriverOptions options = config.driver;
+  if (const fwdsink::Status e = LoadRequestSecrets(config.request, options.forward); !e.ok()) {
+    std::cerr << UsageError{"", e.message()}.Text() << "\n";
+    if (log_file) std::fclose(log_file);
+    return kExitUsage;
+  }
+  options.forward.transport.proxy =
+      config.request.proxy ? *config.request.proxy
+                           : ProxyFromEnvironment(options.forward.url, ProcessEnvironment());
+
   fwdsink::ForwardDeps deps;
   deps.on_event = [&out](const fwdsink::Event& e) { out.Event(e); };
   if (config.token_file) deps.tokens = FileTokens(*config.token_file);
   fwdsink::Result<std::unique_ptr<fwdsink::Driver>> created =
-      fwdsink::Driver::Create(config.driver, std::move(deps));
+      fwdsink::Driver::Create(std::move(options), std::move(deps));
   if (!created.ok()) {
     const fwdsink::Status& error = created.status();
     std::cerr << UsageError{OptionForField(error.field()), error.message()}.Text() << "\n";
@@ -340,7 +376,7 @@ int RunForward(const ForwardConfig& config) {
                .Add("pid", ::getpid())
                .Add("mode", config.once ? "once" : "run")
                .Add("spool", config.driver.spool_dir.string())
-               .Add("url", config.driver.forward.url),
+               .Add("url", fwdsink::RedactUrl(config.driver.forward.url)),
            false);
 
   Reporter reporter(*driver, out, config.driver.spool_dir, config.stats_interval);

@@ -145,6 +145,83 @@ fwdsink::Result<std::vector<milliseconds>> ParseLadder(const std::string& v) {
   return rungs;
 }
 
+// The request flags that need more than a Handler. @ref LLP 0017#request-options
+struct RequestFlagValues {
+  std::filesystem::path basic_auth_file;
+  std::string proxy;
+  bool no_key_header = false;
+  std::string profile;
+  std::string retry_status;
+};
+
+Handler AppendHeader(fwdsink::HeaderList& out) {
+  return [&out](const std::string& v) -> fwdsink::Status {
+    auto header = ParseHeaderFlag(v, "--header");
+    if (!header.ok()) return Bad(header.status().message());
+    out.push_back(std::move(*header));
+    return fwdsink::OkStatus();
+  };
+}
+
+Handler AppendHeaderFile(std::vector<std::pair<std::string, std::filesystem::path>>& out) {
+  return [&out](const std::string& v) -> fwdsink::Status {
+    const auto colon = v.find(':');
+    std::string path = colon == std::string::npos ? std::string() : v.substr(colon + 1);
+    path.erase(0, path.find_first_not_of(" \t"));
+    if (colon == std::string::npos || path.empty()) return Bad("expected 'Name: /path/to/file'");
+    const std::string name = v.substr(0, colon);
+    // The name is checked now; the value when the file is read, at start.
+    if (fwdsink::Status e = fwdsink::ValidateHeaderField(name, "", "--header-file"); !e.ok()) {
+      return Bad(e.message());
+    }
+    out.emplace_back(name, path);
+    return fwdsink::OkStatus();
+  };
+}
+
+// Parses "408,425,500,502,504"; "5xx" stands for every 5xx.
+std::optional<UsageError> ParseRetryStatuses(const std::string& v, fwdsink::ResponseRules& rules) {
+  rules.retry_statuses.clear();
+  rules.retry_all_5xx = false;
+  std::size_t start = 0;
+  for (;;) {
+    const auto comma = v.find(',', start);
+    const std::string item = v.substr(start, comma - start);
+    int n = 0;
+    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), n);
+    if (item == "5xx") {
+      rules.retry_all_5xx = true;
+    } else if (item.empty() || ec != std::errc{} || end != item.data() + item.size()) {
+      return UsageError{"--retry-status", "'" + item + "' is not a status (e.g. 408,425,5xx)"};
+    } else {
+      rules.retry_statuses.push_back(n);
+    }
+    if (comma == std::string::npos) return std::nullopt;
+    start = comma + 1;
+  }
+}
+
+std::optional<UsageError> ApplyRequestFlags(const RequestFlagValues& r,
+                                            const std::filesystem::path& token_file,
+                                            ForwardConfig& c) {
+  fwdsink::ForwardOptions& f = c.driver.forward;
+  if (!r.basic_auth_file.empty()) {
+    if (!token_file.empty()) {
+      return UsageError{"--basic-auth-file", "cannot be combined with --token-file"};
+    }
+    c.request.basic_auth_file = r.basic_auth_file;
+  }
+  if (!r.proxy.empty()) c.request.proxy = r.proxy;
+  f.send_idempotency_header = !r.no_key_header;
+  if (!r.profile.empty()) {
+    const auto profile = fwdsink::ParseEngineProfile(r.profile);
+    if (!profile) return UsageError{"--profile", "'" + r.profile + "' is not generic or clickhouse"};
+    f.responses.profile = *profile;
+  }
+  if (!r.retry_status.empty()) return ParseRetryStatuses(r.retry_status, f.responses);
+  return std::nullopt;
+}
+
 }  // namespace
 
 std::string UsageError::Text() const {
@@ -221,8 +298,16 @@ std::string OptionForField(std::string_view field) {
       {"forward.transport.connect_timeout", "--connect-timeout"},
       {"forward.transport.read_timeout", "--read-timeout"},
       {"forward.transport.write_timeout", "--read-timeout"},
+      {"forward.transport.client_cert_file", "--client-cert"},
+      {"forward.transport.client_key_file", "--client-key"},
+      {"forward.transport.proxy", "--proxy"},
       {"forward.transport", "--ca-file"},
       {"forward.label", "--label"},
+      {"forward.headers", "--header"},
+      {"forward.basic_auth", "--basic-auth-file"},
+      {"forward.idempotency_query_param", "--key-param"},
+      {"forward.send_idempotency_header", "--no-key-header"},
+      {"forward.responses", "--retry-status"},
   };
   for (const auto& [prefix, option] : kMap) {
     if (field.starts_with(prefix)) return std::string(option);
@@ -244,6 +329,7 @@ Parsed<ForwardConfig> ParseForward(const std::vector<std::string>& args) {
   std::string jitter;
   bool log_json = false, progress = false;
   std::filesystem::path token_file, log_file;
+  RequestFlagValues request;
   const Flag flags[] = {
       {"--spool", true, Path(d.spool_dir)},
       {"--url", true, Text(f.url)},
@@ -269,9 +355,21 @@ Parsed<ForwardConfig> ParseForward(const std::vector<std::string>& args) {
       {"--stats-interval", true, PositiveDuration(c.stats_interval)},
       {"--help", false, Set(c.help)},
       {"-h", false, Set(c.help)},
+      // @ref LLP 0017#request-options
+      {"--header", true, AppendHeader(f.headers)},
+      {"--header-file", true, AppendHeaderFile(c.request.header_files)},
+      {"--basic-auth-file", true, Path(request.basic_auth_file)},
+      {"--client-cert", true, Text(f.transport.client_cert_file)},
+      {"--client-key", true, Text(f.transport.client_key_file)},
+      {"--proxy", true, Text(request.proxy)},
+      {"--key-param", true, Text(f.idempotency_query_param)},
+      {"--no-key-header", false, Set(request.no_key_header)},
+      {"--profile", true, Text(request.profile)},
+      {"--retry-status", true, Text(request.retry_status)},
   };
   if (auto e = ParseFlags(args, flags, nullptr)) return {std::nullopt, *e};
   if (c.help) return {c, {}};
+  if (auto e = ApplyRequestFlags(request, token_file, c)) return {std::nullopt, *e};
 
   if (d.spool_dir.empty()) return {std::nullopt, {"--spool", "is required"}};
   if (f.url.empty()) return {std::nullopt, {"--url", "is required"}};
@@ -284,7 +382,8 @@ Parsed<ForwardConfig> ParseForward(const std::vector<std::string>& args) {
 
   const auto codec = fwdsink::ParseCompression(compression);
   if (!codec) {
-    return {std::nullopt, {"--compression", "'" + compression + "' is not zstd or identity"}};
+    return {std::nullopt,
+            {"--compression", "'" + compression + "' is not zstd, gzip or identity"}};
   }
   f.compression = *codec;
   if (zstd_level > 100) return {std::nullopt, {"--zstd-level", "is out of range"}};
@@ -459,9 +558,12 @@ chunk). Durations are seconds unless suffixed: 250ms, 1.5s, 5m, 1h.
                            65 some rows went to dead letters (wins over 75)
                            75 something was left for a later run (respooled, errors)
                            77 the server refused the token after a refresh
+                           78 the server refuses our configuration (unknown table,
+                              setting or encoding, credentials), or every request
+                              of the pass failed the same permanent way (404...)
   --token-file F         bearer token file, read on first use and after a 401
   --chunk-bytes N        target chunk size before compression (default 1m)
-  --compression C        zstd (default) or identity
+  --compression C        zstd (default), gzip or identity (no Content-Encoding header)
   --zstd-level N         zstd level (default 1)
   --ladder LIST          waits without Retry-After, e.g. 30,60,120,300 (the default)
   --max-wait S           longest single wait, also caps Retry-After (default 300)
@@ -474,6 +576,21 @@ chunk). Durations are seconds unless suffixed: 250ms, 1.5s, 5m, 1h.
   --ca-file F            CA bundle for https (default: system store)
   --connect-timeout S    TCP/TLS connect timeout (default 5)
   --read-timeout S       read/write stall timeout (default 30)
+  --header 'N: V'        extra request header (repeatable; never logged)
+  --header-file 'N: F'   header whose value is the content of file F (secrets)
+  --basic-auth-file F    HTTP Basic auth from F ("user:password"); not with --token-file
+                         (credentials in the URL, http://user:pw@host/, work too)
+  --client-cert F        client certificate (PEM) for mutual TLS; needs --client-key
+  --client-key F         its private key (PEM)
+  --proxy URL            http:// proxy (https is tunnelled with CONNECT); default from
+                         https_proxy / http_proxy unless no_proxy matches the host
+  --key-param NAME       also put the chunk's key in the URL query as NAME=KEY
+                         (ClickHouse: insert_deduplication_token)
+  --no-key-header        send the key only in the query (needs --key-param)
+  --profile P            response rules: generic (default) or clickhouse (reads
+                         ClickHouse's exception codes)
+  --retry-status LIST    statuses retried in place besides 429/503
+                         (default 408,425,5xx; e.g. 408,425,500,502,504)
   --log-json             JSON log lines on stderr even on a terminal
   --progress             progress line on stderr even when not a terminal
   --log-file F           also append the JSON log lines to F

@@ -14,6 +14,7 @@
 
 #include "fwdsink/dead_letters.h"
 #include "fwdsink/driver.h"
+#include "request_options.h"
 
 namespace fwdsink_cli {
 
@@ -25,6 +26,7 @@ inline constexpr int kExitNoInput = 66;   // EX_NOINPUT: named dead letter not f
 inline constexpr int kExitIoErr = 74;     // EX_IOERR: the spool cannot be read/written
 inline constexpr int kExitTempFail = 75;  // EX_TEMPFAIL: something left for a later run
 inline constexpr int kExitNoPerm = 77;    // EX_NOPERM: the server refused our token
+inline constexpr int kExitConfig = 78;    // EX_CONFIG: the server refuses our configuration
 
 // A command-line problem: the option concerned ("--ladder") and what is wrong.
 struct UsageError {
@@ -43,6 +45,7 @@ enum class LogMode {
 struct ForwardConfig {
   fwdsink::DriverOptions driver{};
   std::optional<std::filesystem::path> token_file;  // --token-file
+  RequestFlags request{};  // --header-file, --basic-auth-file, --proxy (read at start)
   bool once = false;                                // --once
   LogMode log_mode = LogMode::kAuto;
   std::optional<std::filesystem::path> log_file;  // --log-file: JSON lines, appended

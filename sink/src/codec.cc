@@ -1,5 +1,6 @@
 #include "fwdsink/codec.h"
 
+#include <zlib.h>
 #include <zstd.h>
 
 #include <algorithm>
@@ -25,13 +26,19 @@ std::string_view to_string(Compression compression) {
   switch (compression) {
     case Compression::kIdentity: return "identity";
     case Compression::kZstd: return "zstd";
+    case Compression::kGzip: return "gzip";
   }
   return "unknown";
+}
+
+std::string_view ContentEncodingOf(Compression compression) {
+  return compression == Compression::kIdentity ? std::string_view() : to_string(compression);
 }
 
 std::optional<Compression> ParseCompression(std::string_view text) {
   if (text == "zstd") return Compression::kZstd;
   if (text == "identity") return Compression::kIdentity;
+  if (text == "gzip") return Compression::kGzip;
   return std::nullopt;
 }
 
@@ -55,9 +62,52 @@ struct Encoder::Impl {
   // @ref LLP 0010#codec-context-reuse
   std::unique_ptr<char[]> scratch;
   std::size_t scratch_size = 0;
+  // kGzip: one deflate stream with a gzip wrapper, reset (not re-made) per chunk.
+  z_stream gz{};
+  bool gz_ready = false;
+  ~Impl() {
+    if (gz_ready) deflateEnd(&gz);
+  }
+  // Grows the scratch to at least `bound` bytes, with a quarter of headroom: chunk
+  // sizes vary by a line or so, and a scratch that grew by a few bytes at a time would
+  // leave a ~1 MiB block behind each time.
+  void EnsureScratch(std::size_t bound, std::size_t grown) {
+    if (scratch_size >= bound) return;
+    scratch = std::make_unique_for_overwrite<char[]>(grown);
+    scratch_size = grown;
+  }
+  // Compresses `in` into one gzip member in the scratch; returns its size, or an error.
+  Result<std::size_t> Gzip(std::string_view in) {
+    const auto bound = static_cast<std::size_t>(deflateBound(&gz, static_cast<uLong>(in.size())));
+    EnsureScratch(bound, bound + bound / 4);
+    if (deflateReset(&gz) != Z_OK) return Status(StatusCode::kInternal, "deflateReset failed");
+    gz.next_in = reinterpret_cast<Bytef*>(const_cast<char*>(in.data()));
+    gz.avail_in = static_cast<uInt>(in.size());
+    gz.next_out = reinterpret_cast<Bytef*>(scratch.get());
+    gz.avail_out = static_cast<uInt>(scratch_size);
+    // deflateBound makes one Z_FINISH call always enough.
+    const int r = deflate(&gz, Z_FINISH);
+    if (r != Z_STREAM_END) {
+      return Status(StatusCode::kInternal,
+                    std::string("deflate: ") + (gz.msg ? gz.msg : std::to_string(r)));
+    }
+    return static_cast<std::size_t>(gz.total_out);
+  }
 };
 
+
 Encoder::Encoder(Compression compression, int zstd_level) : compression_(compression) {
+  if (compression_ == Compression::kGzip) {
+    impl_ = std::make_unique<Impl>();
+    // 15 + 16: the largest window with a gzip header and trailer (RFC 1952).
+    if (deflateInit2(&impl_->gz, kGzipLevel, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY) != Z_OK) {
+      ok_ = false;
+      error_ = "deflateInit2 failed";
+      return;
+    }
+    impl_->gz_ready = true;
+    return;
+  }
   if (compression_ != Compression::kZstd) return;
   if (Status problem = ValidateZstdLevel(zstd_level); !problem.ok()) {
     ok_ = false;
@@ -91,7 +141,7 @@ Encoder& Encoder::operator=(Encoder&&) noexcept = default;
 Encoder::~Encoder() = default;
 
 bool Encoder::Encode(std::string_view in, std::string& out) {
-  if (!ok_ || (compression_ == Compression::kZstd && !impl_)) {  // failed or moved from
+  if (!ok_ || (compression_ != Compression::kIdentity && !impl_)) {  // failed or moved from
     if (ok_) error_ = "encoder was moved from";
     out.clear();
     return false;
@@ -100,15 +150,19 @@ bool Encoder::Encode(std::string_view in, std::string& out) {
     out.assign(in);
     return true;
   }
-  // The bound makes one call always enough; the scratch only ever grows.
-  const std::size_t bound = ZSTD_compressBound(in.size());
-  if (impl_->scratch_size < bound) {
-    // A quarter of headroom: chunk sizes vary by a line or so, and a scratch that grew
-    // by a few bytes at a time would leave a ~1 MiB block behind each time.
-    const std::size_t grown = ZSTD_compressBound(in.size() + in.size() / 4);
-    impl_->scratch = std::make_unique_for_overwrite<char[]>(grown);
-    impl_->scratch_size = grown;
+  if (compression_ == Compression::kGzip) {
+    const Result<std::size_t> n = impl_->Gzip(in);
+    if (!n.ok()) {
+      error_ = n.status().message();
+      out.clear();
+      return false;
+    }
+    out.assign(impl_->scratch.get(), *n);
+    return true;
   }
+  // The bound makes one call always enough; the scratch only ever grows.
+  impl_->EnsureScratch(ZSTD_compressBound(in.size()),
+                       ZSTD_compressBound(in.size() + in.size() / 4));
   const std::size_t n = ZSTD_compress2(impl_->cctx.get(), impl_->scratch.get(), impl_->scratch_size,
                                        in.data(), in.size());
   if (ZSTD_isError(n)) {

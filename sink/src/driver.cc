@@ -7,6 +7,45 @@
 #include "fwdsink/overload.h"
 
 namespace fwdsink {
+namespace {
+
+// Watches one pass for "every request failed the same permanent way": a 4xx we cannot
+// act on (404, 405, 415...), a 5xx not retried, or a configuration code, with the same
+// status and reason for every partition tried, and nothing acknowledged.
+// @ref LLP 0017#permanent-errors
+class PermanentErrorWatch {
+ public:
+  void Note(const ForwardResult& r) {
+    if (r.outcome == Outcome::kAborted) return;
+    const bool permanent =
+        r.chunks_acked == 0 &&
+        (r.outcome == Outcome::kConfigError ||
+         (r.outcome == Outcome::kRespooled && (r.respool_reason == RespoolReason::kClientError ||
+                                               r.respool_reason == RespoolReason::kServerError) &&
+          r.status != 0));
+    if (!permanent) {
+      broken_ = true;
+      return;
+    }
+    if (!first_) {
+      first_ = PermanentError{.status = r.status,
+                              .reason = r.reason,
+                              .message = r.server_message.empty() ? r.message : r.server_message,
+                              .outcome = r.outcome};
+    } else if (first_->status != r.status || first_->reason != r.reason) {
+      broken_ = true;
+    }
+  }
+  std::optional<PermanentError> Result() const {
+    return broken_ ? std::nullopt : first_;
+  }
+
+ private:
+  std::optional<PermanentError> first_;
+  bool broken_ = false;
+};
+
+}  // namespace
 
 Status Validate(const DriverOptions& o) {
   if (o.spool_dir.empty()) return Status::Config("spool_dir", "must name a directory");
@@ -38,6 +77,7 @@ struct Driver::Impl {
   // Where partition `p` resumes, or nullopt when its cursor cannot be read.
   std::optional<std::uint64_t> StartOffset(const ReadyPartition& p, TickReport& report);
   void ForwardOne(const ReadyPartition& p, TickReport& report, bool& stop_tick);
+  void ReportPermanentError(TickReport& report);
   bool DeadLetter(const ReadyPartition& p, const PoisonedChunk& chunk, TickReport& report);
   void Delivered(const ReadyPartition& p, TickReport& report);
   void Torn(const ReadyPartition& p, const ForwardResult& r, TickReport& report);
@@ -57,6 +97,7 @@ struct Driver::Impl {
   std::stop_source stop;
   DriverCounters counters;
   std::atomic<bool> ticking{false};  // inside Tick(): spool() is off limits
+  PermanentErrorWatch pass_errors;   // driver thread only; reset per tick
 };
 
 Result<std::unique_ptr<Driver>> Driver::Create(DriverOptions options, ForwardDeps deps) {
@@ -134,6 +175,7 @@ TickReport Driver::Impl::Tick() {
     SpoolError({}, "list_ready", ready.status().message(), &report);
     return report;
   }
+  pass_errors = {};
   for (const ReadyPartition& p : *ready) {
     if (stop.stop_requested()) {
       report.aborted = true;
@@ -143,7 +185,23 @@ TickReport Driver::Impl::Tick() {
     ForwardOne(p, report, stop_tick);
     if (stop_tick) break;
   }
+  if (!report.aborted) ReportPermanentError(report);
   return report;
+}
+
+// Names a permanent error once per pass, rather than letting it look like a day of
+// ordinary retries. @ref LLP 0017#permanent-errors
+void Driver::Impl::ReportPermanentError(TickReport& report) {
+  if (report.partitions == 0 || report.chunks_acked > 0) return;
+  report.permanent_error = pass_errors.Result();
+  if (!report.permanent_error) return;
+  const PermanentError& e = *report.permanent_error;
+  counters.permanent_errors.fetch_add(1, std::memory_order_relaxed);
+  Emit({.name = events::kDriverPermanentError,
+        .status = e.status,
+        .reason = e.reason,
+        .message = "every request of this pass failed with HTTP " + std::to_string(e.status) +
+                   " (" + e.reason + "): " + e.message});
 }
 
 std::optional<std::uint64_t> Driver::Impl::StartOffset(const ReadyPartition& p,
@@ -189,6 +247,7 @@ void Driver::Impl::ForwardOne(const ReadyPartition& p, TickReport& report, bool&
     SpoolError(p.name, "cursor_save", saved.message(), &report);
     return;
   }
+  pass_errors.Note(r);
   report.chunks_acked += r.chunks_acked;
   report.rows_acked += r.rows_acked;
   report.bytes_acked += r.bytes_acked;
@@ -208,6 +267,7 @@ void Driver::Impl::ForwardOne(const ReadyPartition& p, TickReport& report, bool&
     case Outcome::kPartitionError: return Torn(p, r, report);
     case Outcome::kAuthError:
     case Outcome::kTlsError:
+    case Outcome::kConfigError:
       // Endpoint-wide: every other partition would fail the same way. Stop the tick.
       report.errors += 1;
       report.last_error = r.outcome;

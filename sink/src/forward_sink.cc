@@ -48,6 +48,7 @@ std::string_view to_string(Outcome o) {
     case Outcome::kAuthError: return "auth_error";
     case Outcome::kTlsError: return "tls_error";
     case Outcome::kPartitionError: return "partition_error";
+    case Outcome::kConfigError: return "config_error";
   }
   return "unknown";
 }
@@ -64,8 +65,81 @@ std::string_view to_string(RespoolReason r) {
   return "unknown";
 }
 
+std::string_view to_string(EngineProfile p) {
+  switch (p) {
+    case EngineProfile::kGeneric: return "generic";
+    case EngineProfile::kClickHouse: return "clickhouse";
+  }
+  return "unknown";
+}
+
+std::optional<EngineProfile> ParseEngineProfile(std::string_view text) {
+  if (text == "generic") return EngineProfile::kGeneric;
+  if (text == "clickhouse") return EngineProfile::kClickHouse;
+  return std::nullopt;
+}
+
+namespace {
+
+bool IEquals(std::string_view a, std::string_view b) {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) {
+           return std::tolower(static_cast<unsigned char>(x)) ==
+                  std::tolower(static_cast<unsigned char>(y));
+         });
+}
+
+// The request options of issue 10: extra headers, Basic auth, the key in the query,
+// the response rules. @ref LLP 0017#request-options
+Status ValidateRequestOptions(const ForwardOptions& o) {
+  static constexpr std::string_view kOwned[] = {"Content-Type", "Content-Encoding",
+                                                "Content-Length", "Transfer-Encoding",
+                                                "Host", "Connection"};
+  for (std::size_t i = 0; i < o.headers.size(); ++i) {
+    const auto& [name, value] = o.headers[i];
+    const std::string field = "headers[" + std::to_string(i) + "]";
+    if (Status e = ValidateHeaderField(name, value, field); !e.ok()) return e;
+    for (std::string_view owned : kOwned) {
+      if (IEquals(name, owned)) return Status::Config(field, name + " is set by the sink itself");
+    }
+    if (IEquals(name, o.idempotency_header)) {
+      return Status::Config(field, name + " is the idempotency header, set per chunk");
+    }
+    if (IEquals(name, "Authorization") && o.basic_auth) {
+      return Status::Config(field, "Authorization is also set by basic_auth; choose one");
+    }
+  }
+  if (o.basic_auth && (o.basic_auth->user.empty() || o.basic_auth->user.find(':') != std::string::npos)) {
+    return Status::Config("basic_auth", "the user name must be non-empty and without ':'");
+  }
+  if (o.basic_auth) {
+    if (Status e = ValidateHeaderField("Authorization", o.basic_auth->user + o.basic_auth->password,
+                                       "basic_auth");
+        !e.ok()) {
+      return e;
+    }
+  }
+  if (!o.idempotency_query_param.empty() &&
+      !std::all_of(o.idempotency_query_param.begin(), o.idempotency_query_param.end(), IsTokenChar)) {
+    return Status::Config("idempotency_query_param", "must be a plain query parameter name");
+  }
+  if (!o.send_idempotency_header && o.idempotency_query_param.empty()) {
+    return Status::Config("send_idempotency_header",
+                          "the key must go somewhere: keep the header or set idempotency_query_param");
+  }
+  for (int s : o.responses.retry_statuses) {
+    if (s < 300 || s > 599 || s == 401 || s == 429 || s == 503) {
+      return Status::Config("responses.retry_statuses",
+                            std::to_string(s) + " cannot be listed (3xx-5xx, not 401/429/503)");
+    }
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
 Status Validate(const ForwardOptions& o) {
   if (Result<Endpoint> ep = ParseEndpoint(o.url); !ep.ok()) return ep.status();
+  if (Status e = ValidateRequestOptions(o); !e.ok()) return e;
   if (o.idempotency_header.empty() ||
       !std::all_of(o.idempotency_header.begin(), o.idempotency_header.end(), IsTokenChar)) {
     return Status::Config("idempotency_header", "must be a non-empty HTTP header name");
@@ -91,13 +165,21 @@ Status Validate(const ForwardOptions& o) {
   return OkStatus();
 }
 
+// The Basic Authorization value from the options, else from the URL's userinfo.
+std::string BasicAuthorizationFor(const ForwardOptions& o, const Endpoint& ep) {
+  if (o.basic_auth) return BasicAuthorization(o.basic_auth->user, o.basic_auth->password);
+  if (ep.username) return BasicAuthorization(*ep.username, ep.password.value_or(""));
+  return {};
+}
+
 // Everything a sink keeps between calls; the public class is its handle.
 struct ForwardSink::Impl {
   Impl(ForwardOptions o, ForwardDeps d, std::unique_ptr<HttpTransport> t)
       : options(std::move(o)),
         deps(std::move(d)),
         transport(std::move(t)),
-        encoder(options.compression, options.zstd_level) {
+        encoder(options.compression, options.zstd_level),
+        basic_authorization(BasicAuthorizationFor(options, transport->endpoint())) {
     buffers.Reserve(options.chunker.chunk_bytes, options.compression != Compression::kIdentity);
   }
 
@@ -112,6 +194,7 @@ struct ForwardSink::Impl {
   Encoder encoder;                   // sender thread, or the read-ahead job while it runs
   ChunkBuffers buffers;              // sender thread, or the read-ahead job (buffers.ahead)
   std::optional<std::string> token;  // sender thread only
+  const std::string basic_authorization;  // "Basic ..." or empty; never logged
   std::stop_source stop;
   Counters counters;
   mutable std::mutex state_mu;
@@ -226,10 +309,18 @@ class ForwardSink::Call {
 
   HeaderList Headers(const std::string& key) const {
     HeaderList h = {{"Content-Type", "application/x-ndjson"},
-                    {"Content-Encoding", std::string(sink_.encoder.content_encoding())},
-                    {options_.idempotency_header, key},
                     {"User-Agent", "fwdsink/" FWDSINK_VERSION}};
-    if (sink_.token) h.emplace_back("Authorization", "Bearer " + *sink_.token);
+    // No Content-Encoding at all without compression. @ref LLP 0017#no-identity
+    if (const auto ce = sink_.encoder.content_encoding(); !ce.empty()) {
+      h.emplace_back("Content-Encoding", std::string(ce));
+    }
+    if (options_.send_idempotency_header) h.emplace_back(options_.idempotency_header, key);
+    h.insert(h.end(), options_.headers.begin(), options_.headers.end());
+    if (sink_.token) {
+      h.emplace_back("Authorization", "Bearer " + *sink_.token);
+    } else if (!sink_.basic_authorization.empty()) {
+      h.emplace_back("Authorization", sink_.basic_authorization);
+    }
     return h;
   }
 
@@ -244,7 +335,7 @@ class ForwardSink::Call {
       if (stop_.stop_requested()) return Aborted();
       if (!WaitForGate(sending, c)) return ChunkEnd::kStop;
       Attempt attempt = Send(headers, source, sending);
-      Verdict verdict = Classify(attempt);
+      Verdict verdict = Classify(attempt, options_.responses);
       if (stop_.stop_requested()) return Aborted();
       Count(verdict);
       if (verdict.action == Action::kRetryInPlace) {
@@ -257,7 +348,7 @@ class ForwardSink::Call {
           continue;  // not a backoff attempt: re-send at once
         }
         attempt.token_refresh_tried = true;  // the provider had no token: an auth error
-        verdict = Classify(attempt);
+        verdict = Classify(attempt, options_.responses);
       }
       return Conclude(verdict, source, sending);
     }
@@ -272,7 +363,11 @@ class ForwardSink::Call {
     Add(counters_.rows_sent, c.rows);
     Add(counters_.bytes_sent, c.body.size());
     Add(counters_.wire_bytes_sent, wire.size());
-    last_ = sink_.transport->Post(headers, wire);
+    const std::string query =
+        options_.idempotency_query_param.empty()
+            ? std::string()
+            : options_.idempotency_query_param + "=" + PercentEncode(sending.key);
+    last_ = sink_.transport->Post(headers, wire, query);
     Attempt a{.error = last_.error,
               .error_message = last_.message,
               .status = last_.response.status,
@@ -282,17 +377,28 @@ class ForwardSink::Call {
               .has_token_provider = static_cast<bool>(sink_.deps.tokens),
               .now = time_.SystemNow()};
     if (last_.response.retry_after) a.retry_after = *last_.response.retry_after;
+    if (last_.response.clickhouse_exception_code) {
+      a.clickhouse_exception_code = *last_.response.clickhouse_exception_code;
+    }
     return a;
   }
 
   // Counts what came back, whatever is done about it next.
   void Count(const Verdict& v) {
     if (last_.error == TransportError::kNone) result_.status = v.status;
+    if (v.action == Action::kStop && v.stop == StopCause::kConfig) Add(counters_.config_errors);
     if (v.action != Action::kRetryInPlace) return;
     switch (v.retry_cause) {
       case RetryCause::kTransport: Add(counters_.transport_errors); break;
-      case RetryCause::kServer: Add(counters_.other_5xx); break;
+      case RetryCause::kServer:
+        Add(v.status >= 500 ? counters_.other_5xx : counters_.retried_4xx);
+        break;
       case RetryCause::kBackpressure:
+        if (v.status != 429 && v.status != 503) {
+          Add(counters_.engine_overload);  // an engine's code, e.g. ClickHouse 252
+          result_.throttled = true;
+          break;
+        }
         Add(v.status == 429 ? counters_.status_429 : counters_.status_503);
         result_.throttled = true;
         break;
@@ -504,7 +610,9 @@ class ForwardSink::Call {
     result_.outcome = Outcome::kRespooled;
     result_.respool_reason = v.respool_reason;
     result_.reason = v.reason;
+    result_.server_message = v.server_message;
     result_.message = v.message + " for " + sending.key;
+    if (!v.server_message.empty()) result_.message += ": " + v.server_message;
     Add(counters_.respools);
     Emit({.name = events::kForwardRespool,
           .key = sending.key,
@@ -537,7 +645,23 @@ class ForwardSink::Call {
               .reason = v.reason,
               .message = v.message});
         return ChunkEnd::kStop;
+      case StopCause::kConfig: return ConfigError(v, sending);
     }
+    return ChunkEnd::kStop;
+  }
+
+  // The server says our configuration is wrong: stop at once, name the cause, no
+  // retry loop. @ref LLP 0017#config-errors
+  ChunkEnd ConfigError(const Verdict& v, const Sending& sending) {
+    result_.outcome = Outcome::kConfigError;
+    result_.reason = v.reason;
+    result_.server_message = v.server_message;
+    result_.message = v.message + (v.server_message.empty() ? "" : ": " + v.server_message);
+    Emit({.name = events::kForwardConfigError,
+          .key = sending.key,
+          .status = v.status,
+          .reason = v.reason,
+          .message = result_.message});
     return ChunkEnd::kStop;
   }
 

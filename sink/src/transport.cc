@@ -10,6 +10,7 @@
 #include <charconv>
 #include <filesystem>
 #include <mutex>
+#include <optional>
 
 namespace fwdsink {
 namespace {
@@ -69,8 +70,10 @@ class SocketHandle {
 
 class HttplibTransport final : public HttpTransport {
  public:
-  HttplibTransport(Endpoint ep, const TransportOptions& opt)
-      : ep_(std::move(ep)), opt_(opt), client_(ep_.SchemeHostPort()) {
+  HttplibTransport(Endpoint ep, const TransportOptions& opt, std::optional<Endpoint> proxy)
+      : ep_(std::move(ep)),
+        opt_(opt),
+        client_(ep_.SchemeHostPort(), opt_.client_cert_file, opt_.client_key_file) {
     client_.set_keep_alive(true);
     client_.set_tcp_nodelay(true);
     client_.set_connection_timeout(opt_.connect_timeout);
@@ -78,6 +81,11 @@ class HttplibTransport final : public HttpTransport {
     client_.set_write_timeout(opt_.write_timeout);
     client_.set_follow_location(false);
     client_.set_decompress(false);
+    // The path and query go out as the operator wrote them (ParseEndpoint refused
+    // spaces, controls and non-ASCII): cpp-httplib would otherwise turn the '+' of
+    // "?query=INSERT+INTO+t" into %2B, and ClickHouse would read a literal '+'.
+    // @ref LLP 0017#urls
+    client_.set_url_encode(false);
     client_.set_socket_options([this](socket_t fd) { socket_.Adopt(fd); });
     if (ep_.scheme == "https") {
       client_.enable_server_certificate_verification(opt_.verify_tls);
@@ -85,9 +93,18 @@ class HttplibTransport final : public HttpTransport {
         client_.set_ca_cert_path(opt_.ca_file, opt_.ca_dir);
       }
     }
+    // @ref LLP 0017#proxy — cpp-httplib tunnels https with CONNECT and sends http in
+    // absolute form.
+    if (proxy) {
+      client_.set_proxy(proxy->host, proxy->port);
+      if (proxy->username) {
+        client_.set_proxy_basic_auth(*proxy->username, proxy->password.value_or(""));
+      }
+    }
   }
 
-  TransportResult Post(const HeaderList& headers, std::string& body) override {
+  TransportResult Post(const HeaderList& headers, std::string& body,
+                       std::string_view query_param) override {
     TransportResult out;
     if (socket_.aborted()) {
       out.error = TransportError::kAborted;
@@ -97,6 +114,10 @@ class HttplibTransport final : public HttpTransport {
     httplib::Request req;
     req.method = "POST";
     req.path = ep_.path;
+    if (!query_param.empty()) {
+      req.path += ep_.path.find('?') == std::string::npos ? '?' : '&';
+      req.path += query_param;
+    }
     for (const auto& [k, v] : headers) req.headers.emplace(k, v);
     req.body.swap(body);  // zero-copy; swapped back below
 
@@ -125,6 +146,9 @@ class HttplibTransport final : public HttpTransport {
     if (ok || (err == httplib::Error::Canceled && r.body_truncated)) {
       r.status = res.status;
       if (res.has_header("Retry-After")) r.retry_after = res.get_header_value("Retry-After");
+      if (res.has_header("X-ClickHouse-Exception-Code")) {
+        r.clickhouse_exception_code = res.get_header_value("X-ClickHouse-Exception-Code");
+      }
       return out;
     }
     if (socket_.aborted()) {
@@ -191,64 +215,235 @@ std::string Endpoint::SchemeHostPort() const {
   return scheme + "://" + (v6 ? "[" + host + "]" : host) + ":" + std::to_string(port);
 }
 
+namespace {
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+// Decodes %XX escapes; nullopt for a broken escape or an encoded NUL/CR/LF.
+std::optional<std::string> PercentDecode(std::string_view in) {
+  std::string out;
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (in[i] != '%') {
+      out.push_back(in[i]);
+      continue;
+    }
+    if (i + 2 >= in.size()) return std::nullopt;
+    const int hi = HexValue(in[i + 1]), lo = HexValue(in[i + 2]);
+    if (hi < 0 || lo < 0) return std::nullopt;
+    const char c = static_cast<char>(hi * 16 + lo);
+    if (c == '\0' || c == '\r' || c == '\n') return std::nullopt;
+    out.push_back(c);
+    i += 2;
+  }
+  return out;
+}
+
+bool IsUnreserved(char c) {
+  return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_' ||
+         c == '~';
+}
+
+// RFC 3986 reg-name as DNS uses it: letters, digits, '-', '.', '_' (no escapes).
+bool IsHostName(std::string_view host) {
+  return !host.empty() && std::all_of(host.begin(), host.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '.' || c == '_';
+  });
+}
+
+// An IPv6 literal's insides: hex digits, ':' and '.' (an embedded IPv4), at least one
+// ':'; zone ids ("%eth0") are refused.
+bool IsIpv6Literal(std::string_view host) {
+  return host.find(':') != std::string_view::npos &&
+         std::all_of(host.begin(), host.end(), [](char c) {
+           return std::isxdigit(static_cast<unsigned char>(c)) || c == ':' || c == '.';
+         });
+}
+
+// The pieces of "scheme://authority/path?query" before any checking.
+struct UrlParts {
+  std::string_view scheme, userinfo, hostport, path_and_query;
+  bool has_userinfo = false;
+};
+
+std::optional<UrlParts> SplitUrl(std::string_view url) {
+  const auto sep = url.find("://");
+  if (sep == std::string_view::npos) return std::nullopt;
+  UrlParts p;
+  p.scheme = url.substr(0, sep);
+  const std::string_view rest = url.substr(sep + 3);
+  // The authority ends at the first '/', '?' or '#' (RFC 3986 section 3.2).
+  const auto end = rest.find_first_of("/?#");
+  std::string_view authority = rest.substr(0, end);
+  p.path_and_query = end == std::string_view::npos ? std::string_view() : rest.substr(end);
+  if (const auto at = authority.rfind('@'); at != std::string_view::npos) {
+    p.has_userinfo = true;
+    p.userinfo = authority.substr(0, at);
+    authority = authority.substr(at + 1);
+  }
+  p.hostport = authority;
+  return p;
+}
+
+// Splits "host[:port]" or "[v6][:port]"; returns an error sentence or empty.
+std::string ParseHostPort(std::string_view hostport, Endpoint& ep) {
+  std::string_view port_str;
+  bool has_port = false;
+  if (!hostport.empty() && hostport.front() == '[') {
+    const auto close = hostport.find(']');
+    if (close == std::string_view::npos) return "unterminated IPv6 literal";
+    ep.host = std::string(hostport.substr(1, close - 1));
+    const std::string_view after = hostport.substr(close + 1);
+    if (!after.empty() && after.front() != ':') return "junk after IPv6 literal";
+    has_port = !after.empty();
+    if (has_port) port_str = after.substr(1);
+    if (!IsIpv6Literal(ep.host)) return "'" + ep.host + "' is not an IPv6 address";
+  } else {
+    const auto colon = hostport.rfind(':');
+    ep.host = std::string(hostport.substr(0, colon));
+    has_port = colon != std::string_view::npos;
+    if (has_port) port_str = hostport.substr(colon + 1);
+    if (ep.host.empty()) return "missing host";
+    if (!IsHostName(ep.host)) {
+      return "host '" + ep.host + "' has characters a host name cannot have" +
+             (ep.host.find(':') != std::string::npos ? " (an IPv6 address needs [brackets])"
+                                                      : "");
+    }
+  }
+  if (!has_port) return {};
+  int port = 0;
+  const auto* end = port_str.data() + port_str.size();
+  const auto [p, ec] = std::from_chars(port_str.data(), end, port);
+  if (port_str.empty() || ec != std::errc{} || p != end || port < 1 || port > 65535) {
+    return "port must be a number from 1 to 65535";
+  }
+  ep.port = port;
+  return {};
+}
+
+// Decodes "user[:password]" into the endpoint; returns an error sentence or empty.
+std::string ParseUserinfo(std::string_view userinfo, Endpoint& ep) {
+  const auto colon = userinfo.find(':');
+  auto user = PercentDecode(userinfo.substr(0, colon));
+  if (!user || user->empty()) return "the user name in the URL is empty or badly escaped";
+  ep.username = std::move(*user);
+  if (colon == std::string_view::npos) return {};
+  auto password = PercentDecode(userinfo.substr(colon + 1));
+  if (!password) return "the password in the URL is badly escaped";
+  ep.password = std::move(*password);
+  return {};
+}
+
+}  // namespace
+
+std::string RedactUrl(std::string_view url) {
+  const auto parts = SplitUrl(url);
+  if (!parts || !parts->has_userinfo) return std::string(url);
+  const auto colon = parts->userinfo.find(':');
+  const std::size_t user_at = static_cast<std::size_t>(parts->userinfo.data() - url.data());
+  std::string out(url.substr(0, user_at));
+  out += parts->userinfo.substr(0, colon);
+  if (colon != std::string_view::npos) out += ":***";
+  out += url.substr(user_at + parts->userinfo.size());
+  return out;
+}
+
 // Hand-written: cpp-httplib 0.11.4 has no public URL parser, and we need the pieces
-// (path, port) separately and a precise error for the operator.
+// (path, port, userinfo) separately and a precise error for the operator. Strict and
+// total: anything it does not understand is refused with a reason. @ref LLP 0017#urls
 Result<Endpoint> ParseEndpoint(std::string_view url) {
   auto fail = [&](std::string msg) -> Result<Endpoint> {
-    return Status::Config("url", "url '" + std::string(url) + "': " + std::move(msg));
+    return Status::Config("url", "url '" + RedactUrl(url) + "': " + std::move(msg));
   };
+  const std::optional<UrlParts> parts = SplitUrl(url);
+  if (!parts) return fail("missing scheme (http:// or https://)");
   Endpoint ep;
-  const auto sep = url.find("://");
-  if (sep == std::string_view::npos) return fail("missing scheme (http:// or https://)");
-  const auto scheme = url.substr(0, sep);
-  if (IEquals(scheme, "http")) {
+  if (IEquals(parts->scheme, "http")) {
     ep.scheme = "http";
     ep.port = 80;
-  } else if (IEquals(scheme, "https")) {
+  } else if (IEquals(parts->scheme, "https")) {
     ep.scheme = "https";
     ep.port = 443;
   } else {
     return fail("scheme must be http or https");
   }
-  std::string_view rest = url.substr(sep + 3);
-  if (rest.find('#') != std::string_view::npos) return fail("fragments are not allowed");
-  const auto slash = rest.find('/');
-  std::string_view authority = rest.substr(0, slash);
-  ep.path = slash == std::string_view::npos ? "/" : std::string(rest.substr(slash));
-  if (authority.find('@') != std::string_view::npos) {
-    return fail("credentials in the URL are not allowed; use a token file");
-  }
-  std::string_view port_str;
-  if (!authority.empty() && authority.front() == '[') {
-    const auto close = authority.find(']');
-    if (close == std::string_view::npos) return fail("unterminated IPv6 literal");
-    ep.host = std::string(authority.substr(1, close - 1));
-    std::string_view after = authority.substr(close + 1);
-    if (!after.empty()) {
-      if (after.front() != ':') return fail("junk after IPv6 literal");
-      port_str = after.substr(1);
-    }
-  } else {
-    const auto colon = authority.rfind(':');
-    ep.host = std::string(authority.substr(0, colon));
-    if (colon != std::string_view::npos) port_str = authority.substr(colon + 1);
-  }
-  if (ep.host.empty()) return fail("missing host");
-  if (!port_str.empty() || authority.ends_with(":")) {
-    int port = 0;
-    const auto* end = port_str.data() + port_str.size();
-    const auto [p, ec] = std::from_chars(port_str.data(), end, port);
-    if (port_str.empty() || ec != std::errc{} || p != end || port < 1 || port > 65535) {
-      return fail("port must be a number from 1 to 65535");
-    }
-    ep.port = port;
-  }
-  for (char c : ep.path) {
-    if (static_cast<unsigned char>(c) <= ' ' || c == 0x7f) {
-      return fail("the path contains spaces or control characters");
+  if (url.find('#') != std::string_view::npos) return fail("fragments are not allowed");
+  for (char c : url) {
+    if (static_cast<unsigned char>(c) <= ' ' || static_cast<unsigned char>(c) >= 0x7f) {
+      return fail("the URL contains spaces, control or non-ASCII characters (percent-encode them)");
     }
   }
+  if (parts->has_userinfo) {
+    if (std::string e = ParseUserinfo(parts->userinfo, ep); !e.empty()) return fail(e);
+  }
+  if (std::string e = ParseHostPort(parts->hostport, ep); !e.empty()) return fail(e);
+  ep.path = std::string(parts->path_and_query);
+  if (ep.path.empty() || ep.path.front() == '?') ep.path.insert(0, "/");
   return ep;
+}
+
+std::string PercentEncode(std::string_view text) {
+  static constexpr char kHex[] = "0123456789ABCDEF";
+  std::string out;
+  for (char c : text) {
+    if (IsUnreserved(c)) {
+      out.push_back(c);
+      continue;
+    }
+    const auto b = static_cast<unsigned char>(c);
+    out += {'%', kHex[b >> 4], kHex[b & 15]};
+  }
+  return out;
+}
+
+Status ValidateHeaderField(std::string_view name, std::string_view value,
+                           std::string_view source) {
+  auto fail = [&](std::string msg) {
+    return Status::Config(std::string(source), std::string(source) + ": " + std::move(msg));
+  };
+  const auto is_tchar = [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) ||
+           std::string_view("!#$%&'*+-.^_`|~").find(c) != std::string_view::npos;
+  };
+  if (name.empty() || !std::all_of(name.begin(), name.end(), is_tchar)) {
+    return fail("header name '" + std::string(name).substr(0, 64) + "' is not an HTTP token");
+  }
+  for (char c : value) {
+    const auto b = static_cast<unsigned char>(c);
+    if (b == '\r' || b == '\n' || b == 0) {
+      return fail("the value of header " + std::string(name) + " contains CR, LF or NUL");
+    }
+    if ((b < 0x20 && b != '\t') || b == 0x7f) {
+      return fail("the value of header " + std::string(name) + " contains a control character");
+    }
+  }
+  if (!value.empty() && (value.front() == ' ' || value.front() == '\t' || value.back() == ' ' ||
+                         value.back() == '\t')) {
+    return fail("the value of header " + std::string(name) + " starts or ends with whitespace");
+  }
+  return OkStatus();
+}
+
+std::string BasicAuthorization(std::string_view user, std::string_view password) {
+  static constexpr char kB64[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  const std::string in = std::string(user) + ":" + std::string(password);
+  std::string out = "Basic ";
+  for (std::size_t i = 0; i < in.size(); i += 3) {
+    const std::size_t n = std::min<std::size_t>(3, in.size() - i);
+    std::uint32_t v = 0;
+    for (std::size_t k = 0; k < 3; ++k) {
+      v = (v << 8) | (k < n ? static_cast<unsigned char>(in[i + k]) : 0u);
+    }
+    for (std::size_t k = 0; k < 4; ++k) {
+      out.push_back(k <= n ? kB64[(v >> (18 - 6 * k)) & 63] : '=');
+    }
+  }
+  return out;
 }
 
 Result<std::unique_ptr<HttpTransport>> HttpTransport::Create(std::string_view url,
@@ -262,8 +457,27 @@ Result<std::unique_ptr<HttpTransport>> HttpTransport::Create(std::string_view ur
   if (!options.ca_dir.empty() && !std::filesystem::is_directory(options.ca_dir, ec)) {
     return Status::Config("ca_dir", "ca_dir '" + options.ca_dir + "' is not a directory");
   }
+  if (options.client_cert_file.empty() != options.client_key_file.empty()) {
+    return Status::Config("client_cert_file", "a client certificate needs its key, and a key its certificate");
+  }
+  for (const std::string* f : {&options.client_cert_file, &options.client_key_file}) {
+    if (!f->empty() && !std::filesystem::is_regular_file(*f, ec)) {
+      return Status::Config(f == &options.client_cert_file ? "client_cert_file" : "client_key_file",
+                            "'" + *f + "' is not a readable file");
+    }
+  }
+  if (!options.client_cert_file.empty() && ep->scheme != "https") {
+    return Status::Config("client_cert_file", "a client certificate needs an https:// URL");
+  }
+  std::optional<Endpoint> proxy;
+  if (!options.proxy.empty()) {
+    Result<Endpoint> parsed = ParseEndpoint(options.proxy);
+    if (!parsed.ok()) return Status::Config("proxy", "proxy: " + parsed.status().message());
+    if (parsed->scheme != "http") return Status::Config("proxy", "the proxy must be an http:// URL");
+    proxy = std::move(*parsed);
+  }
   return std::unique_ptr<HttpTransport>(
-      std::make_unique<HttplibTransport>(std::move(*ep), options));
+      std::make_unique<HttplibTransport>(std::move(*ep), options, std::move(proxy)));
 }
 
 }  // namespace fwdsink

@@ -26,6 +26,7 @@ struct Attempt {
   bool token_refresh_tried = false;               // a 401 already made us refresh, this chunk
   bool has_token_provider = false;
   SystemTime now{};  // system time, to turn an HTTP-date into a delay
+  std::optional<std::string_view> clickhouse_exception_code{};  // the header, if any
 };
 
 // What to do next with the chunk.
@@ -44,7 +45,7 @@ enum class Action {
 enum class RetryCause { kBackpressure, kTransport, kServer };
 
 // Why the partition stops.
-enum class StopCause { kAborted, kTls, kAuth };
+enum class StopCause { kAborted, kTls, kAuth, kConfig };
 
 struct Verdict {
   Action action = Action::kAcknowledge;
@@ -57,11 +58,44 @@ struct Verdict {
   std::string retry_after_raw{};                           // kRetryInPlace: as received
   RespoolReason respool_reason = RespoolReason::kNone;     // kRespool
   StopCause stop = StopCause::kAborted;                    // kStop
+  std::string server_message{};  // the server's own words (first line), when it refused
 };
 
 // Maps an attempt to its verdict. Pure: no clock, no counters, no I/O; the same
 // attempt always gets the same verdict. @ref LLP 0014#core
 [[nodiscard]] Verdict Classify(const Attempt& attempt);
+
+// ---- Rules beyond the status (@ref LLP 0017#profiles): engine profiles and the
+// statuses retried in place. Kept apart from the status table above.
+
+// Maps an attempt to its verdict under `rules`: the engine's own rule first (a
+// ClickHouse exception code), then the retry-status list, then Classify(attempt).
+// Pure, like Classify.
+[[nodiscard]] Verdict Classify(const Attempt& attempt, const ResponseRules& rules);
+
+// What a ClickHouse exception code means to fwdsink.
+enum class ClickHouseClass {
+  kUnknown,   // not in our tables: the HTTP status decides
+  kRowData,   // the rows are bad (parse/type errors): split down to the row, poison it
+  kOverload,  // the server is busy or a network hiccup: retry in place as backpressure
+  kConfig,    // our configuration is wrong (table, setting, encoding, credentials): stop
+};
+// A ClickHouse error code and its name, as in ClickHouse's src/Common/ErrorCodes.cpp.
+struct ClickHouseCode {
+  int code = 0;
+  std::string_view name;
+  ClickHouseClass what = ClickHouseClass::kUnknown;
+};
+// Returns the class and name of `code`; kUnknown (name empty) for codes not listed.
+[[nodiscard]] ClickHouseCode LookUpClickHouseCode(int code);
+// Returns the exception code of a ClickHouse response: the X-ClickHouse-Exception-Code
+// header when present and numeric, else a "Code: N" prefix of the body; nullopt if none.
+[[nodiscard]] std::optional<int> ParseClickHouseCode(std::optional<std::string_view> header,
+                                                     std::string_view body_prefix);
+// Returns the server's own words from a possibly truncated error body, for an
+// operator: a ClickHouse exception's text, a JSON "error"/"message" (with its reason),
+// or the first line of text; at most 300 bytes, control characters replaced by spaces.
+[[nodiscard]] std::string ServerMessage(std::string_view body_prefix);
 
 // Returns the respool reason for a chunk whose retries outlast the inline budget.
 [[nodiscard]] RespoolReason RespoolReasonFor(RetryCause cause);

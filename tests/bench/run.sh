@@ -4,7 +4,8 @@
 #
 #   bash tests/bench/run.sh                 full run (1 GiB figures, ~15-20 min, 2 cores)
 #   bash tests/bench/run.sh --smoke         tiny sizes, < 60 s: what ctest's bench_smoke runs
-#   bash tests/bench/run.sh --only 1,2,P    some figures (1..8, and P = perf profile of fig. 1)
+#   bash tests/bench/run.sh --only 1,2,P    some figures (1..8, C = ClickHouse, and P = perf
+#                                           profile of fig. 1)
 #   --runs N                                runs per figure, the median is reported (default 3)
 #   --daemon BIN --central BIN --gen BIN --close-bench BIN
 #                                           use these binaries (default: build them, Release,
@@ -16,7 +17,8 @@
 # figure ran (a missed target is reported in the table, not as a failure), 1 when the
 # harness itself failed (a binary missing, rows lost, a daemon exiting non-zero).
 # Figure 8 (syslog-ng) installs syslog-ng-core and syslog-ng-mod-http with apt-get if
-# they are missing; --smoke skips it and the profile P unless asked for with --only.
+# they are missing; --smoke skips it, C (ClickHouse, needs clickhouse-server from
+# scripts/deps.sh) and the profile P unless asked for with --only.
 set -euo pipefail
 
 readonly ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -56,6 +58,7 @@ if ((smoke)); then
   MANY_PARTS=50; MANY_ROWS=10; MANY_RUNS=1; STRACE_PARTS=50
   PROFILE_BYTES=$((16 * MiB))
   SL_BYTES=$((4 * MiB)); SLT_BYTES=$((2 * MiB)); SL_RUNS=1
+  CH_BYTES=$((16 * MiB))
 else
   : "${runs:=3}"
   # Figure 2 is bound by the receiver (~11 MB/s) for both clients alike: 256 MiB keeps
@@ -71,6 +74,7 @@ else
   PROFILE_BYTES=$((256 * MiB))
   # syslog-ng sends identity: under the 1 MiB/s throttle 48 MiB drains in ~45 s at best.
   SL_BYTES=$((256 * MiB)); SLT_BYTES=$((48 * MiB)); SL_RUNS=1   # receiver-bound, ~30 s each
+  CH_BYTES=$((256 * MiB))
 fi
 
 want() { [[ -z $only || $only == *",$1,"* ]]; }
@@ -95,6 +99,7 @@ central_pid=""
 cleanup() {
   [[ -n $central_pid ]] && kill -TERM "$central_pid" 2>/dev/null && wait "$central_pid" 2>/dev/null
   stop_syslog
+  [[ -n ${ch_pid:-} ]] && kill -TERM "$ch_pid" 2>/dev/null && wait "$ch_pid" 2>/dev/null
   ((keep)) || rm -rf "$work"
 }
 stop_syslog() { [[ -n ${syslog_pid:-} ]] && kill -TERM "$syslog_pid" 2>/dev/null; syslog_pid=""; }
@@ -505,6 +510,79 @@ if want 8 && { ((smoke == 0)) || [[ -n $only ]]; }; then
     syslog_figure
   else
     row "8. syslog-ng http()" "not run: $syslog_error" "-" "-" "-" "-"
+  fi
+fi
+
+# ---- C: into ClickHouse (Debian's clickhouse-server 18.16), fwdsink vs curl of the same
+# chunks, same run. @ref LLP 0030#clickhouse
+ch_pid=""
+stop_clickhouse() { [[ -n $ch_pid ]] && kill -TERM "$ch_pid" 2>/dev/null && wait "$ch_pid" 2>/dev/null; ch_pid=""; }
+ch_query() { curl -sS --data-binary "$1" "http://127.0.0.1:$ch_port/"; }
+if want C && { ((smoke == 0)) || [[ -n $only ]]; }; then
+  if [[ ! -x /usr/sbin/clickhouse-server ]]; then
+    row "C. into ClickHouse" "not run: clickhouse-server not installed (scripts/deps.sh)" "-" "-" "-" "-"
+  else
+    d=$work/ch; rm -rf "$d"; mkdir -p "$d/data" "$d/tmp"
+    ch_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    ch_tcp=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+    cat >"$d/users.xml" <<XML
+<?xml version="1.0"?><yandex><profiles><default></default></profiles>
+<users><default><password></password><networks><ip>127.0.0.1</ip></networks><profile>default</profile><quota>default</quota></default></users>
+<quotas><default></default></quotas></yandex>
+XML
+    cat >"$d/config.xml" <<XML
+<?xml version="1.0"?><yandex><logger><level>warning</level><log>$d/server.log</log><errorlog>$d/err.log</errorlog></logger>
+<listen_host>127.0.0.1</listen_host><http_port>$ch_port</http_port><tcp_port>$ch_tcp</tcp_port>
+<path>$d/data/</path><tmp_path>$d/tmp/</tmp_path><users_config>$d/users.xml</users_config>
+<default_profile>default</default_profile><default_database>default</default_database>
+<mark_cache_size>5368709</mark_cache_size></yandex>
+XML
+    /usr/sbin/clickhouse-server --config-file="$d/config.xml" >"$d/stdout" 2>&1 &
+    ch_pid=$!
+    for ((i = 0; i < 300; i++)); do [[ $(ch_query 'SELECT 1' 2>/dev/null) == 1 ]] && break; sleep 0.1; done
+    [[ $(ch_query 'SELECT 1') == 1 ]] || die "clickhouse-server did not start: $(tail -3 "$d/stdout")"
+    # Rows shaped for t (ts, host, v): the generator's data, reduced by awk.
+    make_file ch "$CH_BYTES" 11
+    chf=$work/data/ch-rows.ndjson
+    awk -F'"' '{printf "{\"ts\":\"%s-%09d\",\"host\":\"%s\",\"v\":%d.5}\n", $4, NR, $10, NR % 1000}' "$file" >"$chf"
+    ch_rows=$(wc -l <"$chf"); ch_bytes=$(stat -c %s "$chf")
+    chunks_dir=$work/data/ch-chunks; rm -rf "$chunks_dir"; mkdir -p "$chunks_dir"
+    split -C "$CHUNK" -d -a 6 "$chf" "$chunks_dir/c"
+    ins="http://127.0.0.1:$ch_port/?query=INSERT+INTO+t+FORMAT+JSONEachRow"
+    fw_rps=() fw_cpu=() cu_rps=() cu_cpu=()
+    for ((i = 1; i <= runs; i++)); do
+      for who in curl fwdsink; do
+        ch_query 'DROP TABLE IF EXISTS t' >/dev/null
+        ch_query 'CREATE TABLE t (ts String, host String, v Float64) ENGINE = MergeTree ORDER BY ts' >/dev/null
+        if [[ $who == curl ]]; then
+          cfg=$work/data/ch-curl.cfg; : >"$cfg"; sep=""
+          for f in "$chunks_dir"/c*; do
+            { printf '%s' "$sep"; sep=$'next\n'
+              printf 'url = "%s"\ndata-binary = "@%s"\noutput = "/dev/null"\n' "$ins" "$f"
+              printf 'header = "Content-Type: application/x-ndjson"\nheader = "Expect:"\n'
+              printf 'fail\n'; } >>"$cfg"
+          done
+          /usr/bin/time -f '%e %U %S' -o "$d/time" curl -sS -K "$cfg" || die "curl into ClickHouse failed"
+        else
+          new_spool "$d/spool" "$chf"
+          /usr/bin/time -f '%e %U %S' -o "$d/time" "$daemon" forward --spool "$d/spool" --url "$ins" \
+            --once --chunk-bytes "$CHUNK" --compression identity --profile clickhouse 2>"$d/fw.log" ||
+            die "fwdsink into ClickHouse exited non-zero: $(tail -3 "$d/fw.log")"
+        fi
+        got=$(ch_query 'SELECT count() FROM t')
+        [[ $got == "$ch_rows" ]] || die "ClickHouse holds $got rows after $who, expected $ch_rows"
+        read -r wall user sys <"$d/time"
+        rps=$(calc "$ch_rows / $wall" 0); cpu=$(calc "($user + $sys) * $GiB / $ch_bytes" 2)
+        if [[ $who == curl ]]; then cu_rps+=("$rps"); cu_cpu+=("$cpu"); else fw_rps+=("$rps"); fw_cpu+=("$cpu"); fi
+        log "figC run $i: $who $wall s wall, $rps rows/s, $cpu s CPU/GiB"
+      done
+    done
+    m=$(median "${fw_rps[@]}"); b=$(median "${cu_rps[@]}")
+    row "C1. rows/s into ClickHouse 18.16, $(human "$ch_bytes") identity" "$m rows/s" "$b rows/s (curl -K, same chunks)" "$(calc "$m / $b")x" "info" "-"
+    m=$(median "${fw_cpu[@]}"); b=$(median "${cu_cpu[@]}")
+    row "C2. client CPU per GiB into ClickHouse" "$m s/GiB" "$b s/GiB (curl)" "$(calc "$m / $b")x" "info" "-"
+    stop_clickhouse
+    rm -rf "$chunks_dir" "$chf" "$d"
   fi
 fi
 

@@ -33,6 +33,14 @@ struct DriverOptions {
 // ("spool_dir", "horizon", "forward.url", ...).
 [[nodiscard]] Status Validate(const DriverOptions& options);
 
+// A pass in which every request failed the same permanent way. @ref LLP 0017#permanent-errors
+struct PermanentError {
+  int status = 0;          // the HTTP status (the same for every partition of the pass)
+  std::string reason;      // the engine's code name, or "http_404"
+  std::string message;     // the server's own words, or ours when it said nothing
+  Outcome outcome = Outcome::kRespooled;  // kRespooled (404, 405, 415...) or kConfigError
+};
+
 // What one tick did.
 struct TickReport {
   std::uint64_t partitions = 0;       // ready partitions looked at
@@ -47,7 +55,10 @@ struct TickReport {
   std::uint64_t bytes_acked = 0;
   bool throttled = false;                    // some partition hit 429/503
   bool aborted = false;                      // Close() cut the tick short
-  Outcome last_error = Outcome::kDelivered;  // auth/TLS when errors > 0
+  Outcome last_error = Outcome::kDelivered;  // auth/TLS/config when errors > 0
+  // Set when no chunk was acknowledged and every partition tried failed with the same
+  // permanent status and reason (also emitted once as driver.permanent_error).
+  std::optional<PermanentError> permanent_error;
   // Clean: nothing left behind for a later tick (the daemon's --once exit code).
   [[nodiscard]] bool all_delivered() const { return respooled == 0 && errors == 0 && !aborted; }
 };

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "fwdsink/backoff.h"
 #include "fwdsink/chunker.h"
@@ -22,11 +23,51 @@
 
 namespace fwdsink {
 
+// Which server's response conventions apply beyond HTTP statuses. @ref LLP 0017#profiles
+enum class EngineProfile {
+  kGeneric,     // statuses and a JSON details.reason only (fwdsink-central, most APIs)
+  kClickHouse,  // also X-ClickHouse-Exception-Code or a "Code: N" body prefix
+};
+[[nodiscard]] std::string_view to_string(EngineProfile profile);
+// Parses "generic" or "clickhouse"; nullopt for anything else.
+[[nodiscard]] std::optional<EngineProfile> ParseEngineProfile(std::string_view text);
+
+// How responses beyond 2xx, 401, 429 and 503 are treated. @ref LLP 0017#statuses
+struct ResponseRules {
+  EngineProfile profile = EngineProfile::kGeneric;
+  // Statuses retried in place (same bytes, same key, on the ladder) like a 5xx. 408
+  // (the server timed the request out) and 425 (too early) are worth a retry.
+  std::vector<int> retry_statuses = {408, 425};
+  // Also retry every 5xx not listed; when false, a 5xx not in retry_statuses is not
+  // retried inline (the partition is respooled, as a 404 is).
+  bool retry_all_5xx = true;
+};
+
+// User name and password for HTTP Basic auth (RFC 7617). Never logged.
+struct BasicAuth {
+  std::string user;
+  std::string password;
+};
+
 struct ForwardOptions {
   // Endpoint URL, http:// or https://, e.g. "https://ingest.example:8443/v1/ndjson".
   std::string url;
   // Header that carries the chunk's stable key "<partition>:<begin>-<end>".
   std::string idempotency_header = "Idempotency-Key";
+  // Send that header (false: the key goes only in the URL query, below).
+  bool send_idempotency_header = true;
+  // When set, the key is also put in the URL query as NAME=KEY, e.g.
+  // "insert_deduplication_token" for ClickHouse. @ref LLP 0017#key-param
+  std::string idempotency_query_param{};
+  // Extra request headers ("X-Scope-OrgID", an API key). Validated by Validate(); never
+  // logged. Content-Type, Content-Encoding, Content-Length, Transfer-Encoding, Host,
+  // Connection and the idempotency header are the sink's and may not be set here.
+  HeaderList headers{};
+  // HTTP Basic auth; also taken from the URL's userinfo. A bearer token from the token
+  // provider wins when both exist.
+  std::optional<BasicAuth> basic_auth{};
+  // Response rules beyond the status (engine profile, statuses retried in place).
+  ResponseRules responses{};
   Compression compression = Compression::kZstd;
   int zstd_level = kDefaultZstdLevel;
   ChunkerOptions chunker{};
@@ -55,6 +96,9 @@ enum class Outcome {
   kAuthError,       // 401 again after a token refresh (or no token to be had)
   kTlsError,        // TLS verification/handshake failed; nothing was sent
   kPartitionError,  // the file cannot be read or is torn (message names the offset)
+  kConfigError,     // the server says our configuration is wrong (unknown table,
+                    // unknown setting, unsupported encoding, credentials): retrying
+                    // will not help; message names the cause. @ref LLP 0017#config-errors
 };
 [[nodiscard]] std::string_view to_string(Outcome outcome);
 
@@ -78,6 +122,7 @@ struct ForwardResult {
   int status = 0;                  // the last HTTP status seen (0: none / transport error)
   std::string reason;              // server's details.reason, or the error text
   std::string message;             // a sentence for an operator
+  std::string server_message;      // the server's own words for the last refusal, if any
   std::uint64_t poison_begin = 0;  // kPoisoned: the refused byte range
   std::uint64_t poison_end = 0;
   std::uint64_t poison_rows = 0;

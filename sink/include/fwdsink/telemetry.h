@@ -74,6 +74,15 @@ inline constexpr std::string_view kDriverHorizonGiveUp = "driver.horizon_give_up
 // (the operation: list_ready, cursor_unreadable, cursor_save, mark_delivered,
 // read_poison, dead_letter), begin and end (read_poison only), message.
 inline constexpr std::string_view kDriverSpoolError = "driver.spool_error";
+// The server refuses our configuration (a ClickHouse unknown table, unknown setting,
+// unsupported encoding, wrong credentials): the partition stops, the tick stops.
+// Fields: partition, key, status, reason (the engine's code name), message (what and
+// the server's words). @ref LLP 0017#config-errors
+inline constexpr std::string_view kForwardConfigError = "forward.config_error";
+// Every request of a pass failed the same permanent way (404, 405, 415, a config
+// code): said once per pass. Fields: status, reason, message (the server's words).
+// @ref LLP 0017#permanent-errors
+inline constexpr std::string_view kDriverPermanentError = "driver.permanent_error";
 // The daemon started. Fields: pid, mode ("once" | "run"), spool, url.
 inline constexpr std::string_view kDaemonStart = "daemon.start";
 // Periodic counters and progress from the daemon. Fields: label, partitions_left,
@@ -186,7 +195,10 @@ class JsonObject {
   COUNTER(splits, "Chunks split in two after a 413, or a 400/422 to isolate a row.")         \
   COUNTER(auth_refreshes, "Token refreshes asked for after a 401.")                          \
   COUNTER(aborts, "Partitions cut short by Close().")                                        \
-  COUNTER(partitions_delivered, "Partitions sent to their end and acknowledged.")
+  COUNTER(partitions_delivered, "Partitions sent to their end and acknowledged.")            \
+  COUNTER(retried_4xx, "Responses with a 4xx listed in the retried statuses (408, 425).")    \
+  COUNTER(engine_overload, "Refusals an engine profile reads as overload (ClickHouse 252).") \
+  COUNTER(config_errors, "Refusals that name our configuration (unknown table, encoding).")
 
 // The driver's counters (Driver::counters()).
 #define FWDSINK_DRIVER_COUNTERS(COUNTER, GAUGE)                                              \
@@ -199,6 +211,7 @@ class JsonObject {
   COUNTER(torn_partitions, "Torn or unreadable partition tails moved to dead letters.")      \
   COUNTER(cursor_corrupt, "Cursor records found torn or invalid (resumed from offset 0).")   \
   COUNTER(spool_errors, "Spool operations that failed (list, cursor, dead letter).")         \
+  COUNTER(permanent_errors, "Passes where every request failed the same permanent way.")     \
   GAUGE(overload_level, "Current overload level: 0 = none, higher pauses longer between ticks.")
 
 enum class CounterKind { kCounter, kGauge };

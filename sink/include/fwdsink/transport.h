@@ -16,20 +16,41 @@
 
 namespace fwdsink {
 
-// A parsed endpoint URL: scheme://host[:port][/path].
+// A parsed endpoint URL: scheme://[user[:password]@]host[:port][/path][?query].
 struct Endpoint {
   std::string scheme;  // "http" | "https"
   std::string host;    // without brackets for IPv6
   int port = 0;
-  std::string path;  // always starts with '/'
+  std::string path;  // always starts with '/'; the query, if any, follows it ("/?q=1")
+  // Userinfo, percent-decoded: sent as HTTP Basic auth, never logged.
+  std::optional<std::string> username;
+  std::optional<std::string> password;
   // Returns "scheme://host:port" as cpp-httplib's Client wants it.
   [[nodiscard]] std::string SchemeHostPort() const;
 };
 
 // Parses a URL; returns a kInvalidConfig status with field "url" and a sentence when it
-// is not one we can use (scheme other than http/https, empty host, bad port, userinfo,
-// fragment).
+// is not one we can use (scheme other than http/https, empty or malformed host, bad
+// port, fragment, spaces or control characters). Accepts a query with no path
+// ("http://h?x=1" is "/?x=1" on host "h"), IPv6 literals ("http://[::1]:8080/x") and
+// userinfo. Total: every input gets an Endpoint or a status; messages show the URL with
+// its password redacted. @ref LLP 0017#urls
 [[nodiscard]] Result<Endpoint> ParseEndpoint(std::string_view url);
+
+// Returns `url` with the password of its userinfo (if any) replaced by "***", for logs:
+// "http://u:***@h/x". A URL without userinfo comes back unchanged.
+[[nodiscard]] std::string RedactUrl(std::string_view url);
+
+// Checks one request header field supplied by configuration: the name must be an RFC
+// 9110 token, the value a field-value (visible ASCII, obs-text, spaces and tabs inside,
+// none at either end; never CR, LF or NUL). `source` names where it came from
+// ("--header", "--header-file /run/key") and is the status's field. The value is never
+// quoted in the message: it may be a secret.
+[[nodiscard]] Status ValidateHeaderField(std::string_view name, std::string_view value,
+                                         std::string_view source);
+
+// Returns "Basic base64(user:password)" (RFC 7617).
+[[nodiscard]] std::string BasicAuthorization(std::string_view user, std::string_view password);
 
 struct TransportOptions {
   // Time allowed to establish a TCP (and TLS) connection.
@@ -43,6 +64,12 @@ struct TransportOptions {
   // CA bundle file and/or directory; both empty means the system's default store.
   std::string ca_file;
   std::string ca_dir;
+  // Client certificate and its private key (PEM files) for mutual TLS; both or neither.
+  std::string client_cert_file{};
+  std::string client_key_file{};
+  // HTTP proxy, "http://[user:password@]host:port"; empty means none. An https endpoint
+  // is reached through the proxy with CONNECT (cpp-httplib's SSLClient).
+  std::string proxy{};
   // Bytes of a response body kept for the caller (enough for details.reason).
   std::size_t body_prefix_bytes = 4096;
   // Bytes read and discarded past the prefix so the connection can be reused; a longer
@@ -61,9 +88,13 @@ enum class TransportError {
 };
 [[nodiscard]] std::string_view to_string(TransportError e);
 
+// Percent-encodes everything but RFC 3986 unreserved characters, for a query value.
+[[nodiscard]] std::string PercentEncode(std::string_view text);
+
 struct HttpResponse {
   int status = 0;
   std::optional<std::string> retry_after;  // raw header value, if present
+  std::optional<std::string> clickhouse_exception_code;  // X-ClickHouse-Exception-Code
   std::string body_prefix;                 // at most body_prefix_bytes of the body
   std::uint64_t body_bytes = 0;            // bytes of body read (prefix + drained)
   bool body_truncated = false;             // the body was longer than the drain limit
@@ -83,15 +114,18 @@ using HeaderList = std::vector<std::pair<std::string, std::string>>;
 class HttpTransport {
  public:
   // Creates a transport for `url`; returns a kInvalidConfig status naming the field
-  // ("url", "ca_file", "ca_dir") on a bad URL or unusable TLS settings.
+  // ("url", "ca_file", "ca_dir", "client_cert_file", "proxy") on a bad URL or unusable
+  // TLS or proxy settings.
   [[nodiscard]] static Result<std::unique_ptr<HttpTransport>> Create(
       std::string_view url, const TransportOptions& options);
   virtual ~HttpTransport() = default;
 
-  // Sends one POST to the endpoint's path with `headers` and `body`. The body is moved
-  // into the request and handed back unchanged in `body` when the call returns, so a
-  // retry re-sends the identical bytes without a copy.
-  [[nodiscard]] virtual TransportResult Post(const HeaderList& headers, std::string& body) = 0;
+  // Sends one POST to the endpoint's path with `headers` and `body`; a non-empty
+  // `query_param` ("name=value", already encoded) is appended to the URL's query. The
+  // body is moved into the request and handed back unchanged in `body` when the call
+  // returns, so a retry re-sends the identical bytes without a copy.
+  [[nodiscard]] virtual TransportResult Post(const HeaderList& headers, std::string& body,
+                                             std::string_view query_param) = 0;
 
   // Shuts the connection down: an in-flight Post() (connecting, sending, or waiting
   // for headers) returns kAborted promptly. Never blocks on the sending thread.
