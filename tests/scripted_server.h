@@ -28,7 +28,7 @@ struct Recorded {
   std::string authorization;
   std::string content_type;
   std::string user_agent;
-  std::string body;  // as received on the wire
+  std::string body;          // as received on the wire
   std::string target;        // request target as sent: path and query
   httplib::Headers headers;  // every header, as received
 };

@@ -215,7 +215,8 @@ std::optional<UsageError> ApplyRequestFlags(const RequestFlagValues& r,
   f.send_idempotency_header = !r.no_key_header;
   if (!r.profile.empty()) {
     const auto profile = fwdsink::ParseEngineProfile(r.profile);
-    if (!profile) return UsageError{"--profile", "'" + r.profile + "' is not generic or clickhouse"};
+    if (!profile)
+      return UsageError{"--profile", "'" + r.profile + "' is not generic or clickhouse"};
     f.responses.profile = *profile;
   }
   if (!r.retry_status.empty()) return ParseRetryStatuses(r.retry_status, f.responses);
@@ -382,8 +383,7 @@ Parsed<ForwardConfig> ParseForward(const std::vector<std::string>& args) {
 
   const auto codec = fwdsink::ParseCompression(compression);
   if (!codec) {
-    return {std::nullopt,
-            {"--compression", "'" + compression + "' is not zstd, gzip or identity"}};
+    return {std::nullopt, {"--compression", "'" + compression + "' is not zstd, gzip or identity"}};
   }
   f.compression = *codec;
   if (zstd_level > 100) return {std::nullopt, {"--zstd-level", "is out of range"}};

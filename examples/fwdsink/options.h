@@ -46,7 +46,7 @@ struct ForwardConfig {
   fwdsink::DriverOptions driver{};
   std::optional<std::filesystem::path> token_file;  // --token-file
   RequestFlags request{};  // --header-file, --basic-auth-file, --proxy (read at start)
-  bool once = false;                                // --once
+  bool once = false;       // --once
   LogMode log_mode = LogMode::kAuto;
   std::optional<std::filesystem::path> log_file;  // --log-file: JSON lines, appended
   std::chrono::milliseconds stats_interval = std::chrono::seconds{10};  // --stats-interval

@@ -95,7 +95,6 @@ struct Encoder::Impl {
   }
 };
 
-
 Encoder::Encoder(Compression compression, int zstd_level) : compression_(compression) {
   if (compression_ == Compression::kGzip) {
     impl_ = std::make_unique<Impl>();

@@ -19,10 +19,10 @@ class PermanentErrorWatch {
     if (r.outcome == Outcome::kAborted) return;
     const bool permanent =
         r.chunks_acked == 0 &&
-        (r.outcome == Outcome::kConfigError ||
-         (r.outcome == Outcome::kRespooled && (r.respool_reason == RespoolReason::kClientError ||
-                                               r.respool_reason == RespoolReason::kServerError) &&
-          r.status != 0));
+        (r.outcome == Outcome::kConfigError || (r.outcome == Outcome::kRespooled &&
+                                                (r.respool_reason == RespoolReason::kClientError ||
+                                                 r.respool_reason == RespoolReason::kServerError) &&
+                                                r.status != 0));
     if (!permanent) {
       broken_ = true;
       return;
@@ -36,9 +36,7 @@ class PermanentErrorWatch {
       broken_ = true;
     }
   }
-  std::optional<PermanentError> Result() const {
-    return broken_ ? std::nullopt : first_;
-  }
+  std::optional<PermanentError> Result() const { return broken_ ? std::nullopt : first_; }
 
  private:
   std::optional<PermanentError> first_;

@@ -91,9 +91,9 @@ bool IEquals(std::string_view a, std::string_view b) {
 // The request options of issue 10: extra headers, Basic auth, the key in the query,
 // the response rules. @ref LLP 0017#request-options
 Status ValidateRequestOptions(const ForwardOptions& o) {
-  static constexpr std::string_view kOwned[] = {"Content-Type", "Content-Encoding",
+  static constexpr std::string_view kOwned[] = {"Content-Type",   "Content-Encoding",
                                                 "Content-Length", "Transfer-Encoding",
-                                                "Host", "Connection"};
+                                                "Host",           "Connection"};
   for (std::size_t i = 0; i < o.headers.size(); ++i) {
     const auto& [name, value] = o.headers[i];
     const std::string field = "headers[" + std::to_string(i) + "]";
@@ -108,7 +108,8 @@ Status ValidateRequestOptions(const ForwardOptions& o) {
       return Status::Config(field, "Authorization is also set by basic_auth; choose one");
     }
   }
-  if (o.basic_auth && (o.basic_auth->user.empty() || o.basic_auth->user.find(':') != std::string::npos)) {
+  if (o.basic_auth &&
+      (o.basic_auth->user.empty() || o.basic_auth->user.find(':') != std::string::npos)) {
     return Status::Config("basic_auth", "the user name must be non-empty and without ':'");
   }
   if (o.basic_auth) {
@@ -119,12 +120,14 @@ Status ValidateRequestOptions(const ForwardOptions& o) {
     }
   }
   if (!o.idempotency_query_param.empty() &&
-      !std::all_of(o.idempotency_query_param.begin(), o.idempotency_query_param.end(), IsTokenChar)) {
+      !std::all_of(o.idempotency_query_param.begin(), o.idempotency_query_param.end(),
+                   IsTokenChar)) {
     return Status::Config("idempotency_query_param", "must be a plain query parameter name");
   }
   if (!o.send_idempotency_header && o.idempotency_query_param.empty()) {
-    return Status::Config("send_idempotency_header",
-                          "the key must go somewhere: keep the header or set idempotency_query_param");
+    return Status::Config(
+        "send_idempotency_header",
+        "the key must go somewhere: keep the header or set idempotency_query_param");
   }
   for (int s : o.responses.retry_statuses) {
     if (s < 300 || s > 599 || s == 401 || s == 429 || s == 503) {
@@ -191,9 +194,9 @@ struct ForwardSink::Impl {
   const ForwardOptions options;
   ForwardDeps deps;
   std::unique_ptr<HttpTransport> transport;
-  Encoder encoder;                   // sender thread, or the read-ahead job while it runs
-  ChunkBuffers buffers;              // sender thread, or the read-ahead job (buffers.ahead)
-  std::optional<std::string> token;  // sender thread only
+  Encoder encoder;                        // sender thread, or the read-ahead job while it runs
+  ChunkBuffers buffers;                   // sender thread, or the read-ahead job (buffers.ahead)
+  std::optional<std::string> token;       // sender thread only
   const std::string basic_authorization;  // "Basic ..." or empty; never logged
   std::stop_source stop;
   Counters counters;

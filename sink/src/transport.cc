@@ -310,8 +310,7 @@ std::string ParseHostPort(std::string_view hostport, Endpoint& ep) {
     if (ep.host.empty()) return "missing host";
     if (!IsHostName(ep.host)) {
       return "host '" + ep.host + "' has characters a host name cannot have" +
-             (ep.host.find(':') != std::string::npos ? " (an IPv6 address needs [brackets])"
-                                                      : "");
+             (ep.host.find(':') != std::string::npos ? " (an IPv6 address needs [brackets])" : "");
     }
   }
   if (!has_port) return {};
@@ -400,8 +399,7 @@ std::string PercentEncode(std::string_view text) {
   return out;
 }
 
-Status ValidateHeaderField(std::string_view name, std::string_view value,
-                           std::string_view source) {
+Status ValidateHeaderField(std::string_view name, std::string_view value, std::string_view source) {
   auto fail = [&](std::string msg) {
     return Status::Config(std::string(source), std::string(source) + ": " + std::move(msg));
   };
@@ -429,8 +427,7 @@ Status ValidateHeaderField(std::string_view name, std::string_view value,
 }
 
 std::string BasicAuthorization(std::string_view user, std::string_view password) {
-  static constexpr char kB64[] =
-      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  static constexpr char kB64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   const std::string in = std::string(user) + ":" + std::string(password);
   std::string out = "Basic ";
   for (std::size_t i = 0; i < in.size(); i += 3) {
@@ -458,7 +455,8 @@ Result<std::unique_ptr<HttpTransport>> HttpTransport::Create(std::string_view ur
     return Status::Config("ca_dir", "ca_dir '" + options.ca_dir + "' is not a directory");
   }
   if (options.client_cert_file.empty() != options.client_key_file.empty()) {
-    return Status::Config("client_cert_file", "a client certificate needs its key, and a key its certificate");
+    return Status::Config("client_cert_file",
+                          "a client certificate needs its key, and a key its certificate");
   }
   for (const std::string* f : {&options.client_cert_file, &options.client_key_file}) {
     if (!f->empty() && !std::filesystem::is_regular_file(*f, ec)) {
@@ -473,7 +471,8 @@ Result<std::unique_ptr<HttpTransport>> HttpTransport::Create(std::string_view ur
   if (!options.proxy.empty()) {
     Result<Endpoint> parsed = ParseEndpoint(options.proxy);
     if (!parsed.ok()) return Status::Config("proxy", "proxy: " + parsed.status().message());
-    if (parsed->scheme != "http") return Status::Config("proxy", "the proxy must be an http:// URL");
+    if (parsed->scheme != "http")
+      return Status::Config("proxy", "the proxy must be an http:// URL");
     proxy = std::move(*parsed);
   }
   return std::unique_ptr<HttpTransport>(

@@ -35,9 +35,9 @@ struct DriverOptions {
 
 // A pass in which every request failed the same permanent way. @ref LLP 0017#permanent-errors
 struct PermanentError {
-  int status = 0;          // the HTTP status (the same for every partition of the pass)
-  std::string reason;      // the engine's code name, or "http_404"
-  std::string message;     // the server's own words, or ours when it said nothing
+  int status = 0;       // the HTTP status (the same for every partition of the pass)
+  std::string reason;   // the engine's code name, or "http_404"
+  std::string message;  // the server's own words, or ours when it said nothing
   Outcome outcome = Outcome::kRespooled;  // kRespooled (404, 405, 415...) or kConfigError
 };
 

@@ -93,11 +93,11 @@ enum class TransportError {
 
 struct HttpResponse {
   int status = 0;
-  std::optional<std::string> retry_after;  // raw header value, if present
+  std::optional<std::string> retry_after;                // raw header value, if present
   std::optional<std::string> clickhouse_exception_code;  // X-ClickHouse-Exception-Code
-  std::string body_prefix;                 // at most body_prefix_bytes of the body
-  std::uint64_t body_bytes = 0;            // bytes of body read (prefix + drained)
-  bool body_truncated = false;             // the body was longer than the drain limit
+  std::string body_prefix;                               // at most body_prefix_bytes of the body
+  std::uint64_t body_bytes = 0;                          // bytes of body read (prefix + drained)
+  bool body_truncated = false;                           // the body was longer than the drain limit
 };
 
 struct TransportResult {
