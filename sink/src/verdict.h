@@ -10,6 +10,7 @@
 
 #include "fwdsink/clock.h"
 #include "fwdsink/forward_sink.h"
+#include "fwdsink/ratelimit.h"
 #include "fwdsink/transport.h"
 
 namespace fwdsink {
@@ -26,6 +27,7 @@ struct Attempt {
   bool token_refresh_tried = false;               // a 401 already made us refresh, this chunk
   bool has_token_provider = false;
   SystemTime now{};  // system time, to turn an HTTP-date into a delay
+  const HeaderList* rate_limit = nullptr;  // RateLimit-* / X-RateLimit-* headers, if any
 };
 
 // What to do next with the chunk.
@@ -57,11 +59,18 @@ struct Verdict {
   std::string retry_after_raw{};                           // kRetryInPlace: as received
   RespoolReason respool_reason = RespoolReason::kNone;     // kRespool
   StopCause stop = StopCause::kAborted;                    // kStop
+  // kAcknowledge and backpressure kRetryInPlace: the quota the response advertised,
+  // for the pacer. @ref LLP 0016#advertised
+  std::optional<AdvertisedQuota> quota{};
 };
 
 // Maps an attempt to its verdict. Pure: no clock, no counters, no I/O; the same
 // attempt always gets the same verdict. @ref LLP 0014#core
 [[nodiscard]] Verdict Classify(const Attempt& attempt);
+
+// Parses the advertised quota out of a response's rate-limit headers (names compared
+// case-insensitively); nullopt when there is none or it is unusable.
+[[nodiscard]] std::optional<AdvertisedQuota> QuotaFrom(const HeaderList* headers, SystemTime now);
 
 // Returns the respool reason for a chunk whose retries outlast the inline budget.
 [[nodiscard]] RespoolReason RespoolReasonFor(RetryCause cause);

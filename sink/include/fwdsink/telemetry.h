@@ -61,6 +61,15 @@ inline constexpr std::string_view kForwardAborted = "forward.aborted";
 // offset concerned) or a chunk that could not be encoded (key, reason="encode_failed").
 // Fields: partition, key, reason, begin, message.
 inline constexpr std::string_view kForwardError = "forward.error";
+// The endpoint pacer made a sender wait at least a second before a request (shorter
+// pacing waits are counted, not logged: at the limit there is one per request).
+// Fields: partition, key, attempt, wait_ms, wait_source="pacer", reason (the pace
+// source: "learned" | "advertised"), begin, end, message.
+inline constexpr std::string_view kForwardPaceWait = "forward.pace_wait";
+// The pacing rate changed source, or moved by a quarter or more since last reported.
+// Fields: partition, reason (the source: "none" | "learned" | "advertised"),
+// rate_bytes_per_s, rate_requests_per_s (0: no limit in that dimension), message.
+inline constexpr std::string_view kForwardPacing = "forward.pacing";
 // A cursor record was torn or invalid: the partition resumes from 0 under the same keys.
 // Fields: partition, reason="cursor_corrupt", message.
 inline constexpr std::string_view kDriverCursorCorrupt = "driver.cursor_corrupt";
@@ -102,6 +111,8 @@ struct Event {
   std::uint64_t begin = 0;         // chunk or resume offsets
   std::uint64_t end = 0;
   std::string message{};  // a sentence for humans
+  std::uint64_t rate_bytes_per_s = 0;     // forward.pacing only (rendered there, even 0)
+  std::uint64_t rate_requests_per_s = 0;  // forward.pacing only
 };
 
 using EventCallback = std::function<void(const Event&)>;
@@ -186,7 +197,12 @@ class JsonObject {
   COUNTER(splits, "Chunks split in two after a 413, or a 400/422 to isolate a row.")         \
   COUNTER(auth_refreshes, "Token refreshes asked for after a 401.")                          \
   COUNTER(aborts, "Partitions cut short by Close().")                                        \
-  COUNTER(partitions_delivered, "Partitions sent to their end and acknowledged.")
+  COUNTER(partitions_delivered, "Partitions sent to their end and acknowledged.")         \
+  COUNTER(pacer_waits, "Requests the endpoint pacer delayed.")                               \
+  COUNTER(pacer_wait_ms, "Milliseconds of pacer waits taken (sum).")                         \
+  GAUGE(pacing_bytes_per_s, "Pacing rate in wire bytes/s now (0: no byte limit).")           \
+  GAUGE(pacing_requests_per_s, "Pacing rate in requests/s now, rounded up (0: no limit).")   \
+  GAUGE(pacing_source, "Where the pacing rate comes from: 0 none, 1 learned, 2 advertised.")
 
 // The driver's counters (Driver::counters()).
 #define FWDSINK_DRIVER_COUNTERS(COUNTER, GAUGE)                                              \
