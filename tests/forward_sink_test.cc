@@ -496,6 +496,29 @@ TEST_CASE("ASharedPacerWaitsAfterTheSharedGateNeverInsteadOfIt") {
   }
 }
 
+TEST_CASE("LaterChunksShrinkToAnAdvertisedBurstTheyCannotFit") {
+  ScriptedServer server;
+  const auto path = WritePartition("shrink", 8);  // 25-byte rows, two per 64-byte chunk
+  auto pacer = std::make_shared<fwdsink::EndpointPacer>(
+      fwdsink::PacingPolicy{.min_chunk_bytes = 1});
+  SUBCASE("a 30-byte burst: after the first ack, chunks of one row") {
+    server.Then(200, Quota(1'000'000, 30, 30));
+    Harness run(server.url(), {}, {}, {}, pacer);
+    REQUIRE(run.Forward(path).outcome == Outcome::kDelivered);
+    std::vector<std::uint64_t> rows;
+    for (const auto& a : run.acks) rows.push_back(a.rows);
+    // The chunk read ahead while the first was on the wire keeps its two rows.
+    CHECK(rows == std::vector<std::uint64_t>{2, 2, 1, 1, 1, 1});
+    CHECK(run.acks.back().end == std::filesystem::file_size(path));  // every row once
+  }
+  SUBCASE("twin: a burst the chunks fit leaves them whole") {
+    server.Then(200, Quota(1'000'000, 1000, 1000));
+    Harness run(server.url(), {}, {}, {}, pacer);
+    REQUIRE(run.Forward(path).outcome == Outcome::kDelivered);
+    CHECK(run.acks.size() == 4);
+  }
+}
+
 TEST_CASE("CursorThatCannotBeSavedStopsTheSink") {
   ScriptedServer server;
   const auto path = WritePartition("nosave", 10);

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -40,6 +41,9 @@ struct PacingPolicy {
   // Learned rates never go below these: requests/s and bytes/s.
   double min_requests_per_s = 0.2;
   double min_bytes_per_s = 4096;
+  // When an advertised byte burst is smaller than a chunk on the wire, later chunks
+  // shrink to fit it, but never below this many raw bytes. @ref LLP 0016#shrink
+  std::size_t min_chunk_bytes = 16 * 1024;
 };
 
 // Where the pacing rate comes from.
