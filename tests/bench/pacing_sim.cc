@@ -105,15 +105,20 @@ class Sim {
     }
     double total = static_cast<double>(c_.senders) * c_.chunks * (c_.bytes ? c_.chunk_bytes : 1);
     const double ideal = std::max(0.0, total - c_.burst) / c_.rate;
-    bool once = true;
+    // Every chunk accepted at most once (a duplicate is a bug), and all of them within
+    // the horizon (a herd that never drains is a result, reported as drained=no).
+    bool once = true, drained = true;
     for (const auto& v : accepted_) {
-      for (int n : v) once = once && n == 1;
+      for (int n : v) {
+        once = once && n <= 1;
+        drained = drained && n == 1;
+      }
     }
     std::printf(
         "senders=%d chunks=%d unit=%s rate=%g burst=%g retry_after=%s jitter=%g pacing=%s "
         "requests=%llu refused=%llu refused_pct=%.2f peak_rps_10s=%d capacity_rps=%.1f "
         "peak_ratio=%.2f drain_s=%.1f ideal_s=%.1f drain_ratio=%.3f goodput=%.3f "
-        "every_row_once=%s\n",
+        "every_row_once=%s drained=%s\n",
         c_.senders, c_.chunks, c_.bytes ? "bytes" : "requests", c_.rate, c_.burst,
         c_.retry_after.c_str(), c_.jitter, c_.pacing ? "on" : "off",
         static_cast<unsigned long long>(requests_), static_cast<unsigned long long>(refused_),
@@ -121,7 +126,7 @@ class Sim {
         peak / CapacityRps(), last_accept_ - recovery, ideal, (last_accept_ - recovery) / ideal,
         accepted_units_ / std::max(1e-9, last_accept_ - first_accept_after_) /
             c_.rate,
-        once ? "yes" : "NO");
+        once ? "yes" : "NO", drained ? "yes" : "no");
   }
 
  private:

@@ -4,7 +4,7 @@
 #
 #   bash tests/bench/run.sh                 full run (1 GiB figures, ~15-20 min, 2 cores)
 #   bash tests/bench/run.sh --smoke         tiny sizes, < 60 s: what ctest's bench_smoke runs
-#   bash tests/bench/run.sh --only 1,2,P    some figures (1..12, and P = perf profile of fig. 1)
+#   bash tests/bench/run.sh --only 1,2,P    some figures (1..12, 9u, and P = perf profile of fig. 1)
 #   --runs N                                runs per figure, the median is reported (default 3)
 #   --daemon BIN --central BIN --gen BIN --close-bench BIN --sim BIN
 #                                           use these binaries (default: build them, Release,
@@ -63,7 +63,7 @@ if ((smoke)); then
   SL_BYTES=$((4 * MiB)); SLT_BYTES=$((2 * MiB)); SL_RUNS=1
   P9_ID_BYTES=$((16 * MiB)); P9_Z_BYTES=$((16 * MiB)); P9_SLOW_BYTES=$((8 * MiB))
   NG_BYTES=$((4 * MiB)); FL_BYTES=$((8 * MiB))
-  HERD_SENDERS=100; HERD_CHUNKS=10
+  HERD_SENDERS=100; HERD_CHUNKS=10; P9U_BYTES=$((16 * MiB))
 else
   : "${runs:=3}"
   # Figure 2 is bound by the receiver (~11 MB/s) for both clients alike: 256 MiB keeps
@@ -86,7 +86,7 @@ else
   # nginx: 40 MiB in 64 KiB chunks = 640 requests, 32 s at 20 r/s. Fleet: 4 MB/s for
   # ~35 s shared by 4 or 16 daemons.
   NG_BYTES=$((40 * MiB)); FL_BYTES=$((136 * MiB))
-  HERD_SENDERS=1000; HERD_CHUNKS=30
+  HERD_SENDERS=1000; HERD_CHUNKS=30; P9U_BYTES=$((256 * MiB))
 fi
 P9_RATE=8000000; P9_BURST=2000000; P9_CHUNK=262144
 NG_RATE=20; NG_BURST=5; NG_CHUNK=65536
@@ -614,6 +614,34 @@ if want 9 && { ((smoke == 0)) || [[ -n $only ]]; }; then
   rm -f "$file"
 fi
 
+# ---- Figure 9u: unthrottled, pacing auto vs off (the pacer must cost nothing).
+if want 9u; then
+  make_file p9u "$P9U_BYTES" 14
+  wa=() wo=() ca=() co=()
+  for ((i = 1; i <= runs; i++)); do
+    for pacing in off auto; do
+      d=$work/f9u-$pacing-$i
+      start_central "$d/central"
+      new_spool "$d/spool" "$file"
+      forward "$d/time" "$d/spool" --compression zstd --pacing "$pacing"
+      check_rows "${rows_of[p9u]}"; check_once "$d/central"
+      stop_central
+      read -r w u s _ <"$d/time"
+      if [[ $pacing == auto ]]; then wa+=("$w"); ca+=("$(calc "$u + $s")"); else wo+=("$w"); co+=("$(calc "$u + $s")"); fi
+      rm -rf "$d"
+    done
+    log "fig9u run $i: off ${wo[-1]} s wall ${co[-1]} s CPU; auto ${wa[-1]} s wall ${ca[-1]} s CPU"
+  done
+  m=$(median "${wa[@]}"); b=$(median "${wo[@]}")
+  # The wall time is the receiver's (it decodes and checks every row); the client's CPU
+  # is what the pacer could cost, so the target is judged on it.
+  local_cpu=$(calc "$(median "${ca[@]}") / $(median "${co[@]}")")
+  row "9u. unthrottled, $(human "$P9U_BYTES") zstd, pacing auto: wall; client CPU" \
+      "$m s; $(median "${ca[@]}") s" "$b s; $(median "${co[@]}") s (--pacing off)" "$(calc "$m / $b")x; ${local_cpu}x" \
+      "CPU 1.0x within noise (≤ 1.05x)" "$(met "$local_cpu" '<=' 1.05)"
+  rm -f "$file"
+fi
+
 # ---- Figure 10: nginx limit_req in front of the receiver. @ref LLP 0030#nginx
 nginx_pid=""
 stop_nginx() { [[ -n ${nginx_pid:-} ]] && kill -TERM "$nginx_pid" 2>/dev/null && wait "$nginx_pid" 2>/dev/null; nginx_pid=""; }
@@ -636,7 +664,7 @@ http {
   client_body_temp_path $dir/tmp/body; proxy_temp_path $dir/tmp/proxy;
   fastcgi_temp_path $dir/tmp/fcgi; uwsgi_temp_path $dir/tmp/uwsgi; scgi_temp_path $dir/tmp/scgi;
   client_max_body_size 64m; client_body_buffer_size 1m;
-  limit_req_zone \$server_name zone=ingest:1m rate=${NG_RATE}r/s;
+  limit_req_zone \$binary_remote_addr zone=ingest:1m rate=${NG_RATE}r/s;
   upstream central { server 127.0.0.1:$up; keepalive 8; }
   server {
     listen 127.0.0.1:$nginx_port;
@@ -723,9 +751,9 @@ fleet_run() {  # N PACING -> fl_aggregate fl_jain fl_refused fl_requests
   read -r fl_aggregate fl_jain fl_refused fl_requests fl_window < <(jq -rs --argjson rate "$FL_RATE" --argjson burst "$FL_BURST" '
     (first.t_ms) as $t0
     | map(. + {d: (.key | split("-")[0])})
-    | (map(select(.status == 200)) | group_by(.d) | map(last.t_ms) | min) as $end
-    | (map(select(.status == 200 and .t_ms <= $end)) | group_by(.d) | map(map(.body_bytes) | add)) as $per
-    | (($end - $t0) / 1000) as $secs
+    | (map(select(.status == 200)) | group_by(.d) | map(last | .t_ms) | min) as $stop
+    | (map(select(.status == 200 and .t_ms <= $stop)) | group_by(.d) | map(map(.body_bytes) | add)) as $per
+    | (($stop - $t0) / 1000) as $secs
     | ($per | add) as $sum
     | [ (([$sum - $burst, 0] | max) / ($rate * $secs)),
         (($sum * $sum) / (($per | length) * ($per | map(. * .) | add))),
@@ -758,9 +786,10 @@ if want 12; then
                    --burst "$HERD_BURST" --outage-s 60 --retry-after "$ra" --jitter "$jit" --pacing "$pac") ||
         die "herd simulation failed"
       log "herd: $out"
-      [[ $out == *every_row_once=yes* ]] || die "herd: a chunk was not accepted exactly once: $out"
+      [[ $out == *every_row_once=yes* ]] || die "herd: a chunk was accepted twice: $out"
       get() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$out"; }
       peak=$(get peak_ratio) drain=$(get drain_ratio)
+      [[ $(get drained) == yes ]] || drain="> $drain (not drained within the 3600 s horizon)"
       case "$variant" in
         "0 on") off_line="jitter 0: peak $peak x, drain $drain x" ;;
         "0.5 on") on_peak=$peak on_drain=$drain on_ref=$(get refused_pct) ;;
@@ -769,7 +798,7 @@ if want 12; then
     done
     row "12. herd: $HERD_SENDERS senders x $HERD_CHUNKS chunks, bucket ${HERD_RATE} req/s, 60 s outage, Retry-After: $ra" \
         "jitter 0.5: peak $on_peak x capacity, drain $on_drain x ideal, $on_ref % refused" "$off_line; $nopace" "-" \
-        "≤ 2x; ≤ 1.2x" "$( [[ $(met "$on_peak" '<=' 2) == yes && $(met "$on_drain" '<=' 1.2) == yes ]] && echo yes || echo NO)"
+        "≤ 2x; ≤ 1.2x" "$( [[ $on_drain != *'>'* && $(met "$on_peak" '<=' 2) == yes && $(met "$on_drain" '<=' 1.2) == yes ]] && echo yes || echo NO)"
   done
 fi
 
