@@ -253,6 +253,7 @@ class ForwardSink::Call {
       if (verdict.action == Action::kAcknowledge) {
         sink_.deps.pacer->OnAccepted(time_.MonotonicNow(), source.wire().size(), verdict.quota);
         ReportPacing();
+        ShrinkToBurst(source);
       }
       if (verdict.action == Action::kRetryInPlace) {
         if (!WaitToRetry(verdict, sending, c)) return ChunkEnd::kStop;
@@ -377,6 +378,20 @@ class ForwardSink::Call {
       return false;
     }
     return true;
+  }
+
+  // A chunk larger on the wire than the server's advertised burst can never be paced
+  // into it: later chunks shrink (raw size scaled by this chunk's compression ratio),
+  // down to a floor. Chunks already read keep their bytes and key. @ref LLP 0016#shrink
+  void ShrinkToBurst(ChunkSource& source) {
+    const std::uint64_t burst = sink_.deps.pacer->Current(time_.MonotonicNow()).burst_bytes;
+    const std::size_t wire = source.wire().size();
+    if (burst == 0 || wire <= burst) return;
+    const double raw_per_wire =
+        static_cast<double>(source.chunk().body.size()) / static_cast<double>(wire);
+    const auto limit = static_cast<std::size_t>(static_cast<double>(burst) * raw_per_wire);
+    const std::size_t floor = sink_.deps.pacer->policy().min_chunk_bytes;
+    source.LimitChunkBytes(std::max(limit, floor));
   }
 
   // Publishes the pacing rate in the gauges, and as an event when it changed source or
