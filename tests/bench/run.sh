@@ -615,7 +615,7 @@ if want 9 && { ((smoke == 0)) || [[ -n $only ]]; }; then
 fi
 
 # ---- Figure 9u: unthrottled, pacing auto vs off (the pacer must cost nothing).
-if want 9u; then
+if want 9u && { ((smoke == 0)) || [[ -n $only ]]; }; then
   make_file p9u "$P9U_BYTES" 14
   wa=() wo=() ca=() co=()
   for ((i = 1; i <= runs; i++)); do
