@@ -110,8 +110,7 @@ TEST_CASE("RisesWhileAcceptedAndFallsOnTheNextRefusal") {
     CHECK(added == doctest::Approx(secs * policy.increase_per_s * fallen).epsilon(0.05));
     const double before = p.Current(clock.MonotonicNow()).bytes_per_s;
     p.OnRefused(clock.MonotonicNow(), 1s, std::nullopt);
-    CHECK(p.Current(clock.MonotonicNow()).bytes_per_s ==
-          doctest::Approx(before * policy.decrease));
+    CHECK(p.Current(clock.MonotonicNow()).bytes_per_s == doctest::Approx(before * policy.decrease));
   }
 }
 
@@ -166,17 +165,15 @@ TEST_CASE("HonoursAnAdvertisedByteQuota") {
   fwdsink::FakeClock clock;
   EndpointPacer p;
   // 1 MB/s, burst 500 kB, 100 kB left now.
-  const AdvertisedQuota q{.unit = QuotaUnit::kContentBytes,
-                          .rate_per_s = 1e6,
-                          .burst = 500'000,
-                          .remaining = 100'000};
+  const AdvertisedQuota q{
+      .unit = QuotaUnit::kContentBytes, .rate_per_s = 1e6, .burst = 500'000, .remaining = 100'000};
   p.OnAccepted(clock.MonotonicNow(), kChunk, q);
   const auto r = p.Current(clock.MonotonicNow());
   CHECK(r.source == PaceSource::kAdvertised);
   CHECK(r.bytes_per_s == doctest::Approx(1e6));
   CHECK(r.burst_bytes == 500'000);
-  CHECK(p.Reserve(clock.MonotonicNow(), 100'000) == 0ms);     // what is left goes now
-  CHECK(p.Reserve(clock.MonotonicNow(), 100'000) == 100ms);   // then 100 kB per 100 ms
+  CHECK(p.Reserve(clock.MonotonicNow(), 100'000) == 0ms);    // what is left goes now
+  CHECK(p.Reserve(clock.MonotonicNow(), 100'000) == 100ms);  // then 100 kB per 100 ms
   CHECK(p.Reserve(clock.MonotonicNow(), 100'000) == 200ms);
   SUBCASE("twin: a full bucket lets a burst through at once") {
     EndpointPacer full;

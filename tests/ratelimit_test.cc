@@ -145,8 +145,14 @@ TEST_CASE("AdvertisedFromXRateLimitWithEpochReset") {
 }
 
 TEST_CASE("AdvertisedGarbageEverywhereIsNothing") {
-  RateLimitFields f{.policy = "x;y;z", .ratelimit = "??", .limit = "-1", .remaining = "1.5",
-                    .reset = "soon", .x_limit = "", .x_remaining = "abc", .x_reset = "-3"};
+  RateLimitFields f{.policy = "x;y;z",
+                    .ratelimit = "??",
+                    .limit = "-1",
+                    .remaining = "1.5",
+                    .reset = "soon",
+                    .x_limit = "",
+                    .x_remaining = "abc",
+                    .x_reset = "-3"};
   CHECK_FALSE(ParseAdvertisedQuota(f, kNow).has_value());
   CHECK_FALSE(ParseAdvertisedQuota(RateLimitFields{}, kNow).has_value());
   SUBCASE("twin: one usable field is enough") {
@@ -162,6 +168,5 @@ TEST_CASE("QuotaIntegerIsStrict") {
   CHECK_FALSE(fwdsink::ParseQuotaInteger("+42").has_value());
   CHECK_FALSE(fwdsink::ParseQuotaInteger("42x").has_value());
   CHECK_FALSE(fwdsink::ParseQuotaInteger("").has_value());
-  CHECK(fwdsink::ParseQuotaInteger("123456789012345678901234567890") ==
-        fwdsink::kQuotaSaturation);
+  CHECK(fwdsink::ParseQuotaInteger("123456789012345678901234567890") == fwdsink::kQuotaSaturation);
 }

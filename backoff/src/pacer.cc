@@ -157,8 +157,7 @@ void EndpointPacer::Advertise(const AdvertisedQuota& q, MonotonicTime now) {
   if (!q.rate_per_s || !(*q.rate_per_s > 0)) return;
   Lane& lane = q.unit == QuotaUnit::kContentBytes ? bytes_ : requests_;
   lane.advertised = *q.rate_per_s;
-  lane.advertised_burst =
-      std::max(1.0, q.burst ? static_cast<double>(*q.burst) : *q.rate_per_s);
+  lane.advertised_burst = std::max(1.0, q.burst ? static_cast<double>(*q.burst) : *q.rate_per_s);
   lane.advertised_at = now;
   if (q.remaining) {
     // The server's count now: the schedule allows exactly `remaining` more at once.

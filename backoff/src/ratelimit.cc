@@ -53,8 +53,9 @@ bool TakeValue(std::string_view& s, Value& out) {
   }
   if (IsAlpha(s.front()) || s.front() == '*') {
     std::size_t n = 0;
-    while (n < s.size() && (IsAlpha(s[n]) || IsDigit(s[n]) ||
-                            std::string_view("!#$%&'*+-.^_`|~:/").find(s[n]) != std::string_view::npos)) {
+    while (n < s.size() &&
+           (IsAlpha(s[n]) || IsDigit(s[n]) ||
+            std::string_view("!#$%&'*+-.^_`|~:/").find(s[n]) != std::string_view::npos)) {
       ++n;
     }
     out.text = s.substr(0, n);
@@ -134,8 +135,8 @@ std::optional<AdvertisedQuota> FromPolicies(const std::vector<QuotaPolicy>& poli
     }
   }
   if (!best) return std::nullopt;
-  AdvertisedQuota q{.unit = best->unit, .rate_per_s = best_rate,
-                    .burst = best->burst.value_or(best->quota)};
+  AdvertisedQuota q{
+      .unit = best->unit, .rate_per_s = best_rate, .burst = best->burst.value_or(best->quota)};
   for (const QuotaState& s : states) {
     if (s.name == best->name || states.size() == 1) {
       q.remaining = s.remaining;

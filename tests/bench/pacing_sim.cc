@@ -31,22 +31,22 @@
 namespace {
 
 using namespace std::chrono_literals;
-using std::chrono::milliseconds;
 using fwdsink::MonotonicTime;
+using std::chrono::milliseconds;
 
 struct Config {
   int senders = 1000;
-  int chunks = 50;            // per sender
-  bool bytes = false;         // the bucket counts bytes (else requests)
-  double rate = 250;          // units/s
-  double burst = 50;          // units
+  int chunks = 50;     // per sender
+  bool bytes = false;  // the bucket counts bytes (else requests)
+  double rate = 250;   // units/s
+  double burst = 50;   // units
   double chunk_bytes = 65536;
   double outage_s = 60;
   std::string retry_after = "5";  // seconds | none | bucket (ceil of the deficit, >= 1)
   double jitter = 0.5;
   bool pacing = true;
-  bool shared = false;        // one gate and pacer for all senders (one process)
-  double latency_s = 0.005;   // per request, plus bytes at line_rate
+  bool shared = false;       // one gate and pacer for all senders (one process)
+  double latency_s = 0.005;  // per request, plus bytes at line_rate
   double line_rate = 200e6;
   double horizon_s = 3600;
   unsigned seed = 1;
@@ -122,10 +122,9 @@ class Sim {
         c_.senders, c_.chunks, c_.bytes ? "bytes" : "requests", c_.rate, c_.burst,
         c_.retry_after.c_str(), c_.jitter, c_.pacing ? "on" : "off",
         static_cast<unsigned long long>(requests_), static_cast<unsigned long long>(refused_),
-        requests_ ? 100.0 * refused_ / requests_ : 0.0, peak, CapacityRps(),
-        peak / CapacityRps(), last_accept_ - recovery, ideal, (last_accept_ - recovery) / ideal,
-        accepted_units_ / std::max(1e-9, last_accept_ - first_accept_after_) /
-            c_.rate,
+        requests_ ? 100.0 * refused_ / requests_ : 0.0, peak, CapacityRps(), peak / CapacityRps(),
+        last_accept_ - recovery, ideal, (last_accept_ - recovery) / ideal,
+        accepted_units_ / std::max(1e-9, last_accept_ - first_accept_after_) / c_.rate,
         once ? "yes" : "NO", drained ? "yes" : "no");
   }
 
@@ -198,15 +197,16 @@ class Sim {
                    r.bytes_per_s, r.requests_per_s, tokens_);
     }
     if (c_.retry_after == "bucket") {
-      const double deficit = at < c_.outage_s ? 1.0 : (std::min(cost, c_.burst) - tokens_) / c_.rate;
+      const double deficit =
+          at < c_.outage_s ? 1.0 : (std::min(cost, c_.burst) - tokens_) / c_.rate;
       retry_after = std::chrono::seconds{static_cast<long>(std::max(1.0, std::ceil(deficit)))};
     } else if (c_.retry_after != "none") {
       retry_after = std::chrono::seconds{std::atol(c_.retry_after.c_str())};
     }
     ++s.attempt;
-    const auto d = fwdsink::DecideWait(policy_, s.attempt, retry_after,
-                                       std::chrono::duration_cast<milliseconds>(done - s.chunk_first),
-                                       random_);
+    const auto d = fwdsink::DecideWait(
+        policy_, s.attempt, retry_after,
+        std::chrono::duration_cast<milliseconds>(done - s.chunk_first), random_);
     if (d.source == fwdsink::WaitSource::kRetryAfter) s.gate->HoldUntil(done + d.wait, "sim");
     s.pacer->OnRefused(done, d.wait, std::nullopt);
     if (d.give_up) {
@@ -257,24 +257,42 @@ int main(int argc, char** argv) {
   Config c;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
-    if (k == "--senders") c.senders = std::atoi(v.c_str());
-    else if (k == "--chunks") c.chunks = std::atoi(v.c_str());
-    else if (k == "--unit") c.bytes = v == "bytes";
-    else if (k == "--rate") c.rate = std::atof(v.c_str());
-    else if (k == "--burst") c.burst = std::atof(v.c_str());
-    else if (k == "--chunk-bytes") c.chunk_bytes = std::atof(v.c_str());
-    else if (k == "--outage-s") c.outage_s = std::atof(v.c_str());
-    else if (k == "--retry-after") c.retry_after = v;
-    else if (k == "--jitter") c.jitter = std::atof(v.c_str());
-    else if (k == "--pacing") c.pacing = v == "on";
-    else if (k == "--shared") c.shared = v == "yes";
-    else if (k == "--latency-ms") c.latency_s = std::atof(v.c_str()) / 1000;
-    else if (k == "--horizon-s") c.horizon_s = std::atof(v.c_str());
-    else if (k == "--decrease") c.pacing_policy.decrease = std::atof(v.c_str());
-    else if (k == "--ss-decrease") c.pacing_policy.slow_start_decrease = std::atof(v.c_str());
-    else if (k == "--increase") c.pacing_policy.increase_per_s = std::atof(v.c_str());
-    else if (k == "--ss-doubling-ms") c.pacing_policy.slow_start_doubling = milliseconds{std::atol(v.c_str())};
-    else if (k == "--seed") c.seed = static_cast<unsigned>(std::atoi(v.c_str()));
+    if (k == "--senders")
+      c.senders = std::atoi(v.c_str());
+    else if (k == "--chunks")
+      c.chunks = std::atoi(v.c_str());
+    else if (k == "--unit")
+      c.bytes = v == "bytes";
+    else if (k == "--rate")
+      c.rate = std::atof(v.c_str());
+    else if (k == "--burst")
+      c.burst = std::atof(v.c_str());
+    else if (k == "--chunk-bytes")
+      c.chunk_bytes = std::atof(v.c_str());
+    else if (k == "--outage-s")
+      c.outage_s = std::atof(v.c_str());
+    else if (k == "--retry-after")
+      c.retry_after = v;
+    else if (k == "--jitter")
+      c.jitter = std::atof(v.c_str());
+    else if (k == "--pacing")
+      c.pacing = v == "on";
+    else if (k == "--shared")
+      c.shared = v == "yes";
+    else if (k == "--latency-ms")
+      c.latency_s = std::atof(v.c_str()) / 1000;
+    else if (k == "--horizon-s")
+      c.horizon_s = std::atof(v.c_str());
+    else if (k == "--decrease")
+      c.pacing_policy.decrease = std::atof(v.c_str());
+    else if (k == "--ss-decrease")
+      c.pacing_policy.slow_start_decrease = std::atof(v.c_str());
+    else if (k == "--increase")
+      c.pacing_policy.increase_per_s = std::atof(v.c_str());
+    else if (k == "--ss-doubling-ms")
+      c.pacing_policy.slow_start_doubling = milliseconds{std::atol(v.c_str())};
+    else if (k == "--seed")
+      c.seed = static_cast<unsigned>(std::atoi(v.c_str()));
     else {
       std::fprintf(stderr, "pacing_sim: unknown option %s\n", k.c_str());
       return 64;

@@ -96,8 +96,8 @@ class EndpointPacer {
     MonotonicTime advertised_at{};     // last response that carried it
     double rate_at_decrease = 0;
     bool slow_start = false;
-    MonotonicTime increase_from{};   // additive increase accrues from here
-    MonotonicTime tat{};             // GCRA theoretical arrival time
+    MonotonicTime increase_from{};    // additive increase accrues from here
+    MonotonicTime tat{};              // GCRA theoretical arrival time
     double accepted_since_start = 0;  // units accepted before the first refusal
     MonotonicTime measure_from{};     // the end of the last decrease's wait
     double accepted_units = 0;        // accepted since measure_from
@@ -112,10 +112,10 @@ class EndpointPacer {
 
   const PacingPolicy policy_;
   mutable std::mutex mu_;
-  Lane requests_;                       // guarded by mu_
-  Lane bytes_;                          // guarded by mu_
-  std::optional<MonotonicTime> first_;  // first reservation; guarded by mu_
-  MonotonicTime last_refusal_{};        // guarded by mu_
+  Lane requests_;                        // guarded by mu_
+  Lane bytes_;                           // guarded by mu_
+  std::optional<MonotonicTime> first_;   // first reservation; guarded by mu_
+  MonotonicTime last_refusal_{};         // guarded by mu_
   bool accepted_since_decrease_ = true;  // guarded by mu_
 };
 

@@ -63,14 +63,14 @@ struct QuotaState {
 // The raw rate-limit fields of one response (absent = nullopt). Views, valid for the
 // ParseAdvertisedQuota call only.
 struct RateLimitFields {
-  std::optional<std::string_view> policy{};           // RateLimit-Policy
-  std::optional<std::string_view> ratelimit{};        // RateLimit
-  std::optional<std::string_view> limit{};            // RateLimit-Limit
-  std::optional<std::string_view> remaining{};        // RateLimit-Remaining
-  std::optional<std::string_view> reset{};            // RateLimit-Reset
-  std::optional<std::string_view> x_limit{};          // X-RateLimit-Limit
-  std::optional<std::string_view> x_remaining{};      // X-RateLimit-Remaining
-  std::optional<std::string_view> x_reset{};          // X-RateLimit-Reset
+  std::optional<std::string_view> policy{};       // RateLimit-Policy
+  std::optional<std::string_view> ratelimit{};    // RateLimit
+  std::optional<std::string_view> limit{};        // RateLimit-Limit
+  std::optional<std::string_view> remaining{};    // RateLimit-Remaining
+  std::optional<std::string_view> reset{};        // RateLimit-Reset
+  std::optional<std::string_view> x_limit{};      // X-RateLimit-Limit
+  std::optional<std::string_view> x_remaining{};  // X-RateLimit-Remaining
+  std::optional<std::string_view> x_reset{};      // X-RateLimit-Reset
   [[nodiscard]] bool empty() const {
     return !policy && !ratelimit && !limit && !remaining && !reset && !x_limit && !x_remaining &&
            !x_reset;
