@@ -438,8 +438,8 @@ TEST_CASE("SharedGateHoldsEverySenderUntilTheRetryAfter") {
 
 // A quota advertising `rate` bytes/s with `burst`, `remaining` left.
 httplib::Headers Quota(int rate, int burst, int remaining) {
-  return {{"RateLimit-Policy", "\"b\";q=" + std::to_string(rate) + ";w=1;qu=\"content-bytes\";burst=" +
-                                   std::to_string(burst)},
+  return {{"RateLimit-Policy", "\"b\";q=" + std::to_string(rate) +
+                                   ";w=1;qu=\"content-bytes\";burst=" + std::to_string(burst)},
           {"RateLimit", "\"b\";r=" + std::to_string(remaining) + ";t=1"}};
 }
 
@@ -463,7 +463,7 @@ TEST_CASE("ThePacerNeverShortensARetryAfterAndMayLengthenIt") {
     REQUIRE(run.Forward(path).outcome == Outcome::kDelivered);
     const auto sleeps = run.clock.sleeps();
     REQUIRE(sleeps.size() == 2);
-    CHECK(sleeps[0] == 5s);  // the server's wait, whole
+    CHECK(sleeps[0] == 5s);   // the server's wait, whole
     CHECK(sleeps[1] == 20s);  // then (100 - 0) B to refill, less the 5 s, less 25 B burst
     CHECK(run.sink->counters().pacer_waits == 1);
     REQUIRE(run.Named("forward.pace_wait").size() == 1);
@@ -499,8 +499,8 @@ TEST_CASE("ASharedPacerWaitsAfterTheSharedGateNeverInsteadOfIt") {
 TEST_CASE("LaterChunksShrinkToAnAdvertisedBurstTheyCannotFit") {
   ScriptedServer server;
   const auto path = WritePartition("shrink", 8);  // 25-byte rows, two per 64-byte chunk
-  auto pacer = std::make_shared<fwdsink::EndpointPacer>(
-      fwdsink::PacingPolicy{.min_chunk_bytes = 1});
+  auto pacer =
+      std::make_shared<fwdsink::EndpointPacer>(fwdsink::PacingPolicy{.min_chunk_bytes = 1});
   SUBCASE("a 30-byte burst: after the first ack, chunks of one row") {
     server.Then(200, Quota(1'000'000, 30, 30));
     Harness run(server.url(), {}, {}, {}, pacer);

@@ -126,7 +126,7 @@ TEST_CASE("sink counters: one list feeds the struct, the snapshot, the JSON and 
     sum += f.value;
     // The pacing rate and its source are the sink's only gauges.
     CHECK(f.kind == (std::string_view(f.name).starts_with("pacing_") ? CounterKind::kGauge
-                                                                      : CounterKind::kCounter));
+                                                                     : CounterKind::kCounter));
     CHECK_FALSE(f.help.empty());
   });
   CHECK(names.size() == 26);

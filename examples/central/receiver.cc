@@ -409,9 +409,9 @@ void Receiver::Apply(const httplib::Request& req, httplib::Response& res, Decisi
   if (options_.ratelimit_headers && d.bucket) {
     // @ref LLP 0016#central — q per w=1 s is the rate; `burst` (our extension
     // parameter, which other clients ignore) is the bucket size.
-    res.set_header("RateLimit-Policy", "\"bytes\";q=" + std::to_string(*options_.rate_bytes_per_sec) +
-                                           ";w=1;qu=\"content-bytes\";burst=" +
-                                           std::to_string(*options_.burst_bytes));
+    res.set_header("RateLimit-Policy",
+                   "\"bytes\";q=" + std::to_string(*options_.rate_bytes_per_sec) +
+                       ";w=1;qu=\"content-bytes\";burst=" + std::to_string(*options_.burst_bytes));
     res.set_header("RateLimit", "\"bytes\";r=" + std::to_string(d.bucket->first) +
                                     ";t=" + std::to_string(d.bucket->second));
   }

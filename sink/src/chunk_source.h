@@ -86,7 +86,7 @@ class ChunkSource {
   bool read_ahead_running_ = false;
   std::optional<NextStatus> held_back_;  // a read-ahead's result held behind split halves
   NextStatus read_ahead_status_ = NextStatus::kEnd;  // the job's, read after WaitIdle()
-  std::optional<std::size_t> pending_limit_;  // applied to the chunker while the job is idle
+  std::optional<std::size_t> pending_limit_;         // applied to the chunker while the job is idle
   void ApplyLimit();
 };
 

@@ -315,8 +315,7 @@ class ForwardSink::Call {
     if (hold.remaining <= milliseconds::zero()) return true;
     // Senders held together are let go apart; a hold is only lengthened.
     // @ref LLP 0016#jitter
-    hold.remaining =
-        JitterLonger(hold.remaining, options_.backpressure.jitter, sink_.deps.random);
+    hold.remaining = JitterLonger(hold.remaining, options_.backpressure.jitter, sink_.deps.random);
     const auto elapsed = Since(sending.first, time_.MonotonicNow());
     if (SaturatingAdd(elapsed, hold.remaining) > options_.backpressure.inline_budget) {
       const Verdict held{.action = Action::kRetryInPlace,
@@ -648,8 +647,8 @@ class ForwardSink::Call {
   Sleeper& sleeper_;
   std::stop_token stop_;
   ForwardResult result_;
-  TransportResult last_;         // the last attempt's response; Attempt views into it
-  std::uint64_t file_size_ = 0;  // of the partition, when opened
+  TransportResult last_;              // the last attempt's response; Attempt views into it
+  std::uint64_t file_size_ = 0;       // of the partition, when opened
   std::uint64_t reported_bytes_ = 0;  // the pacing rate last reported in an event
 };
 

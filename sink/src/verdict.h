@@ -26,7 +26,7 @@ struct Attempt {
   std::uint64_t rows = 0;                         // rows in the chunk sent
   bool token_refresh_tried = false;               // a 401 already made us refresh, this chunk
   bool has_token_provider = false;
-  SystemTime now{};  // system time, to turn an HTTP-date into a delay
+  SystemTime now{};                        // system time, to turn an HTTP-date into a delay
   const HeaderList* rate_limit = nullptr;  // RateLimit-* / X-RateLimit-* headers, if any
 };
 

@@ -115,7 +115,7 @@ class Chunker {
   ChunkerOptions options_;
   std::unique_ptr<internal::FileReader> file_;  // null when closed or failed
   std::uint64_t file_size_ = 0;
-  std::uint64_t offset_ = 0;  // start of the next chunk
+  std::uint64_t offset_ = 0;                                // start of the next chunk
   std::size_t chunk_limit_ = static_cast<std::size_t>(-1);  // LimitChunkBytes()
 
   // Read buffer: buf_[0, buf_len_) holds the file bytes at [buf_off_, buf_off_ + buf_len_);

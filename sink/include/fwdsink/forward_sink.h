@@ -137,8 +137,8 @@ struct ForwardDeps {
   std::shared_ptr<EndpointGate> gate;  // shared per endpoint; default: a private one
   // Shared per endpoint like the gate; default: a private one from options.pacing.
   std::shared_ptr<EndpointPacer> pacer;
-  TokenProvider tokens;                // default: no Authorization header
-  EventCallback on_event;              // default: events are dropped
+  TokenProvider tokens;    // default: no Authorization header
+  EventCallback on_event;  // default: events are dropped
   // Jitter source, when policy.jitter > 0; default: a private generator seeded from
   // std::random_device (guarded: safe from any thread).
   UniformRandom random;

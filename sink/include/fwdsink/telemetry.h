@@ -110,7 +110,7 @@ struct Event {
   std::string retry_after{};       // raw Retry-After header, if any
   std::uint64_t begin = 0;         // chunk or resume offsets
   std::uint64_t end = 0;
-  std::string message{};  // a sentence for humans
+  std::string message{};                  // a sentence for humans
   std::uint64_t rate_bytes_per_s = 0;     // forward.pacing only (rendered there, even 0)
   std::uint64_t rate_requests_per_s = 0;  // forward.pacing only
 };
@@ -197,7 +197,7 @@ class JsonObject {
   COUNTER(splits, "Chunks split in two after a 413, or a 400/422 to isolate a row.")         \
   COUNTER(auth_refreshes, "Token refreshes asked for after a 401.")                          \
   COUNTER(aborts, "Partitions cut short by Close().")                                        \
-  COUNTER(partitions_delivered, "Partitions sent to their end and acknowledged.")         \
+  COUNTER(partitions_delivered, "Partitions sent to their end and acknowledged.")            \
   COUNTER(pacer_waits, "Requests the endpoint pacer delayed.")                               \
   COUNTER(pacer_wait_ms, "Milliseconds of pacer waits taken (sum).")                         \
   GAUGE(pacing_bytes_per_s, "Pacing rate in wire bytes/s now (0: no byte limit).")           \

@@ -69,9 +69,9 @@ struct HttpResponse {
   // RateLimit-* and X-RateLimit-* headers as received (name, value), at most 16, for
   // the pacer's advertised quota. @ref LLP 0016#advertised
   HeaderList rate_limit;
-  std::string body_prefix;                 // at most body_prefix_bytes of the body
-  std::uint64_t body_bytes = 0;            // bytes of body read (prefix + drained)
-  bool body_truncated = false;             // the body was longer than the drain limit
+  std::string body_prefix;       // at most body_prefix_bytes of the body
+  std::uint64_t body_bytes = 0;  // bytes of body read (prefix + drained)
+  bool body_truncated = false;   // the body was longer than the drain limit
 };
 
 struct TransportResult {
