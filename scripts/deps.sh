@@ -16,6 +16,7 @@ PKGS=(
   curl                                 # demo and benchmark baseline
   clang-format                         # the format check in .ci/run (scripts/format.sh)
   time jq strace                       # the benchmark harness (its smoke run is in ctest)
+  nginx-light                          # benchmark figure 10: a real request limiter (limit_req)
 )
 
 missing=()

@@ -193,10 +193,12 @@ TEST_CASE("JitterStaysInItsBandAndNeverShortensRetryAfter") {
   CHECK(DecideWait(p, 1, std::nullopt, 0ms, rnd).wait == 100s);
   u = 0.0;
   CHECK(DecideWait(p, 1, 10s, 0ms, rnd).wait == 10s);  // never below Retry-After
+  // A Retry-After is lengthened by at most min(10 %, 1 s) (LLP 0016#jitter).
   u = 0.5;
-  CHECK(DecideWait(p, 1, 10s, 0ms, rnd).wait == 11s);
+  CHECK(DecideWait(p, 1, 10s, 0ms, rnd).wait == 10500ms);
   SUBCASE("twin: jitter off means the exact rung whatever the generator says") {
-    const BackpressurePolicy off{.ladder = {100s}, .max_wait = 300s, .inline_budget = 24h};
+    const BackpressurePolicy off{
+        .ladder = {100s}, .max_wait = 300s, .inline_budget = 24h, .jitter = 0};
     u = 0.0;
     CHECK(DecideWait(off, 1, std::nullopt, 0ms, rnd).wait == 100s);
   }
@@ -234,4 +236,52 @@ TEST_CASE("ValidateNamesTheBadField") {
   p = {};
   p.jitter = -0.1;
   CHECK(field_of(p) == "jitter");
+}
+
+TEST_CASE("JitterLongerOnlyLengthensByAtMostATenthOrOneSecond") {
+  double u = 0.0;
+  const fwdsink::UniformRandom rnd = [&u] { return u; };
+  for (double x : {0.0, 0.25, 0.5, 0.999999}) {
+    u = x;
+    CAPTURE(x);
+    const auto short_wait = fwdsink::JitterLonger(5s, 0.5, rnd);
+    CHECK(short_wait >= 5s);
+    CHECK(short_wait <= 5500ms);  // a tenth of 5 s
+    const auto long_wait = fwdsink::JitterLonger(120s, 0.5, rnd);
+    CHECK(long_wait >= 120s);
+    CHECK(long_wait <= 121s);  // at most one second, however long the wait
+  }
+  u = 0.5;
+  CHECK(fwdsink::JitterLonger(5s, 0.5, rnd) == 5250ms);
+  CHECK(fwdsink::JitterLonger(milliseconds::max(), 0.5, rnd) == milliseconds::max());
+  SUBCASE("twin: jitter 0 or no generator leaves the wait exact") {
+    CHECK(fwdsink::JitterLonger(5s, 0.0, rnd) == 5s);
+    CHECK(fwdsink::JitterLonger(5s, 0.5, {}) == 5s);
+  }
+}
+
+TEST_CASE("JitterSpreadStaysWithinPlusMinusTheFractionAndPositive") {
+  double u = 0.0;
+  const fwdsink::UniformRandom rnd = [&u] { return u; };
+  u = 0.0;
+  CHECK(fwdsink::JitterSpread(30s, 0.5, rnd) == 15s);
+  u = 0.999999;
+  CHECK(fwdsink::JitterSpread(30s, 0.5, rnd) <= 45s);
+  CHECK(fwdsink::JitterSpread(30s, 0.5, rnd) > 44s);
+  u = 0.0;
+  CHECK(fwdsink::JitterSpread(1ms, 0.99, rnd) == 1ms);  // never zero: no spin
+  u = -3.0;  // a broken generator is clamped, not trusted
+  CHECK(fwdsink::JitterSpread(30s, 0.5, rnd) == 15s);
+  SUBCASE("twin: jitter 0 leaves the wait exact") {
+    u = 0.9;
+    CHECK(fwdsink::JitterSpread(30s, 0.0, rnd) == 30s);
+  }
+}
+
+TEST_CASE("JitterIsOnByDefault") {
+  CHECK(BackpressurePolicy{}.jitter == 0.5);
+  double u = 0.0;
+  const fwdsink::UniformRandom rnd = [&u] { return u; };
+  CHECK(DecideWait(BackpressurePolicy{}, 1, std::nullopt, 0ms, rnd).wait == 15s);
+  CHECK(DecideWait(BackpressurePolicy{}, 1, 5s, 0ms, rnd).wait == 5s);  // never shorter
 }

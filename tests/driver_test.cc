@@ -58,6 +58,8 @@ struct Harness {
     o.forward.url = url;
     o.forward.compression = fwdsink::Compression::kIdentity;
     o.forward.chunker.chunk_bytes = kChunkBytes;
+    // Exact waits and pauses are checked: jitter off (on by default, LLP 0016#jitter).
+    o.forward.backpressure.jitter = 0;
     fwdsink::ForwardDeps deps;
     deps.time = &clock;
     deps.sleeper = &clock;

@@ -56,16 +56,20 @@ struct Harness {
 
   explicit Harness(const std::string& url, fwdsink::ForwardOptions o = {},
                    fwdsink::TokenProvider tokens = {},
-                   std::shared_ptr<fwdsink::EndpointGate> gate = {}) {
+                   std::shared_ptr<fwdsink::EndpointGate> gate = {},
+                   std::shared_ptr<fwdsink::EndpointPacer> pacer = {}) {
     o.url = url;
     o.compression = fwdsink::Compression::kIdentity;
     o.chunker.chunk_bytes = kChunkBytes;
     o.transport.read_timeout = 5s;
+    // These tests check exact waits: jitter off (it is on by default, LLP 0016#jitter).
+    o.backpressure.jitter = 0;
     fwdsink::ForwardDeps deps;
     deps.time = &clock;
     deps.sleeper = &clock;
     deps.tokens = std::move(tokens);
     deps.gate = std::move(gate);
+    deps.pacer = std::move(pacer);
     deps.on_event = [this](const fwdsink::Event& e) { events.push_back(e); };
     auto created = fwdsink::ForwardSink::Create(std::move(o), std::move(deps));
     REQUIRE_MESSAGE(created.ok(), created.status().ToString());
@@ -429,6 +433,89 @@ TEST_CASE("SharedGateHoldsEverySenderUntilTheRetryAfter") {
     Harness c(server.url());
     REQUIRE(c.Forward(path).outcome == Outcome::kDelivered);
     CHECK(c.clock.sleeps().empty());
+  }
+}
+
+// A quota advertising `rate` bytes/s with `burst`, `remaining` left.
+httplib::Headers Quota(int rate, int burst, int remaining) {
+  return {{"RateLimit-Policy", "\"b\";q=" + std::to_string(rate) +
+                                   ";w=1;qu=\"content-bytes\";burst=" + std::to_string(burst)},
+          {"RateLimit", "\"b\";r=" + std::to_string(remaining) + ";t=1"}};
+}
+
+TEST_CASE("ThePacerNeverShortensARetryAfterAndMayLengthenIt") {
+  ScriptedServer server;
+  const auto path = WritePartition("pacer_floor", 1);  // one 25-byte chunk
+  SUBCASE("a quota with room to spare: exactly the Retry-After, no pacer wait") {
+    auto h = Quota(1'000'000, 1'000'000, 1'000'000);
+    h.emplace("Retry-After", "5");
+    server.Then(429, h, R"({"details":{"reason":"byte_rate"}})");
+    Harness run(server.url());
+    REQUIRE(run.Forward(path).outcome == Outcome::kDelivered);
+    CHECK(run.clock.sleeps() == std::vector<milliseconds>{5s});
+    CHECK(run.sink->counters().pacer_waits == 0);
+  }
+  SUBCASE("a quota with nothing left at 1 B/s: Retry-After first, then the pacer") {
+    auto h = Quota(1, 100, 0);
+    h.emplace("Retry-After", "5");
+    server.Then(429, h, R"({"details":{"reason":"byte_rate"}})");
+    Harness run(server.url());
+    REQUIRE(run.Forward(path).outcome == Outcome::kDelivered);
+    const auto sleeps = run.clock.sleeps();
+    REQUIRE(sleeps.size() == 2);
+    CHECK(sleeps[0] == 5s);   // the server's wait, whole
+    CHECK(sleeps[1] == 20s);  // then (100 - 0) B to refill, less the 5 s, less 25 B burst
+    CHECK(run.sink->counters().pacer_waits == 1);
+    REQUIRE(run.Named("forward.pace_wait").size() == 1);
+    CHECK(run.Named("forward.pace_wait")[0].reason == "advertised");
+  }
+}
+
+TEST_CASE("ASharedPacerWaitsAfterTheSharedGateNeverInsteadOfIt") {
+  ScriptedServer server;
+  auto h = Quota(1, 100, 0);
+  h.emplace("Retry-After", "10");
+  server.Then(429, h, R"({"details":{"reason":"byte_rate"}})");
+  const auto path = WritePartition("pacer_gate", 1);
+  auto gate = std::make_shared<fwdsink::EndpointGate>();
+  auto pacer = std::make_shared<fwdsink::EndpointPacer>();
+  Harness a(server.url(), {}, {}, gate, pacer);
+  REQUIRE(a.Forward(path).outcome == Outcome::kDelivered);
+  // b starts at a's start instant on its own fake clock: the gate still holds 10 s,
+  // and a's reservation on the shared pacer comes on top.
+  Harness b(server.url(), {}, {}, gate, pacer);
+  REQUIRE(b.Forward(path).outcome == Outcome::kDelivered);
+  const auto sleeps = b.clock.sleeps();
+  REQUIRE(sleeps.size() == 2);
+  CHECK(sleeps[0] == 10s);  // the gate: whole
+  CHECK(sleeps[1] > 10s);   // then the pacer, never instead of the gate
+  SUBCASE("twin: a sender with its own gate and pacer waits for neither") {
+    Harness c(server.url());
+    REQUIRE(c.Forward(path).outcome == Outcome::kDelivered);
+    CHECK(c.clock.sleeps().empty());
+  }
+}
+
+TEST_CASE("LaterChunksShrinkToAnAdvertisedBurstTheyCannotFit") {
+  ScriptedServer server;
+  const auto path = WritePartition("shrink", 8);  // 25-byte rows, two per 64-byte chunk
+  auto pacer =
+      std::make_shared<fwdsink::EndpointPacer>(fwdsink::PacingPolicy{.min_chunk_bytes = 1});
+  SUBCASE("a 30-byte burst: after the first ack, chunks of one row") {
+    server.Then(200, Quota(1'000'000, 30, 30));
+    Harness run(server.url(), {}, {}, {}, pacer);
+    REQUIRE(run.Forward(path).outcome == Outcome::kDelivered);
+    std::vector<std::uint64_t> rows;
+    for (const auto& a : run.acks) rows.push_back(a.rows);
+    // The chunk read ahead while the first was on the wire keeps its two rows.
+    CHECK(rows == std::vector<std::uint64_t>{2, 2, 1, 1, 1, 1});
+    CHECK(run.acks.back().end == std::filesystem::file_size(path));  // every row once
+  }
+  SUBCASE("twin: a burst the chunks fit leaves them whole") {
+    server.Then(200, Quota(1'000'000, 1000, 1000));
+    Harness run(server.url(), {}, {}, {}, pacer);
+    REQUIRE(run.Forward(path).outcome == Outcome::kDelivered);
+    CHECK(run.acks.size() == 4);
   }
 }
 

@@ -251,7 +251,7 @@ TEST_CASE("SIGTERM during a long wait exits 0 within 1 s with the cursor at the 
   Generate(dir, spool, "100k", "1");
   DaemonProcess d(dir, kTag,
                   {"forward", "--spool", spool.string(), "--url", Url(central), "--chunk-bytes",
-                   "8k", "--log-json"});
+                   "8k", "--log-json", "--jitter", "0"});
 
   // Bounded wait until the daemon reports the long pause.
   const auto deadline = std::chrono::steady_clock::now() + kRunTimeout;

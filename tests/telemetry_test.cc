@@ -124,13 +124,15 @@ TEST_CASE("sink counters: one list feeds the struct, the snapshot, the JSON and 
     names.emplace_back(f.name);
     unique.emplace(f.name);
     sum += f.value;
-    CHECK(f.kind == CounterKind::kCounter);
+    // The pacing rate and its source are the sink's only gauges.
+    CHECK(f.kind == (std::string_view(f.name).starts_with("pacing_") ? CounterKind::kGauge
+                                                                     : CounterKind::kCounter));
     CHECK_FALSE(f.help.empty());
   });
-  CHECK(names.size() == 24);
+  CHECK(names.size() == 29);
   CHECK(unique.size() == names.size());
   CHECK(names.front() == "chunks_sent");
-  CHECK(names.back() == "config_errors");
+  CHECK(names.back() == "pacing_source");
   CHECK(sum == 3 + 77 + 9);
 
   // The JSON has exactly the visitor's names, in the same order, with the values.

@@ -27,7 +27,20 @@ double ClampUnit(double u) {
   return u;
 }
 
+constexpr milliseconds kMaxLengthening{1000};
+
 }  // namespace
+
+milliseconds JitterLonger(milliseconds wait, double jitter, const UniformRandom& random) {
+  if (!(jitter > 0.0) || !random || wait <= milliseconds::zero()) return wait;
+  const milliseconds bound = std::min(wait / 10, kMaxLengthening);
+  return SaturatingAdd(wait, Scale(bound, ClampUnit(random())));
+}
+
+milliseconds JitterSpread(milliseconds wait, double jitter, const UniformRandom& random) {
+  if (!(jitter > 0.0) || !random) return wait;
+  return std::max(Scale(wait, 1.0 - jitter + 2.0 * jitter * ClampUnit(random())), kMinWait);
+}
 
 std::string_view to_string(WaitSource source) {
   switch (source) {
@@ -78,18 +91,15 @@ WaitDecision DecideWait(const BackpressurePolicy& policy, std::size_t attempt,
   if (retry_after && *retry_after > milliseconds::zero()) {
     // Never shorten what the server asked for; jitter may only lengthen it.
     d.source = WaitSource::kRetryAfter;
-    d.wait = *retry_after;
-    if (jitter) d.wait = Scale(d.wait, 1.0 + policy.jitter * ClampUnit(random()));
-    d.wait = std::max(d.wait, *retry_after);
+    // @ref LLP 0016#jitter
+    d.wait = std::max(JitterLonger(*retry_after, policy.jitter, random), *retry_after);
   } else {
     // Zero, past-date, garbage and absent Retry-After all land here.
     d.source = WaitSource::kLadder;
     const std::size_t n = std::max<std::size_t>(attempt, 1);
     d.rung = std::min(n, policy.ladder.size()) - 1;
     d.wait = policy.ladder[d.rung];
-    if (jitter) {
-      d.wait = Scale(d.wait, 1.0 - policy.jitter + 2.0 * policy.jitter * ClampUnit(random()));
-    }
+    if (jitter) d.wait = JitterSpread(d.wait, policy.jitter, random);
   }
   if (d.wait > policy.max_wait) {
     d.wait = policy.max_wait;

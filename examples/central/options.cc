@@ -20,6 +20,9 @@ A reference NDJSON ingest receiver. POST any path to ingest a chunk; GET /stats,
   --key-header NAME          idempotency header (default Idempotency-Key)
   --rate BYTES_PER_SEC       token bucket on wire body bytes (429 byte_rate)
   --burst BYTES              bucket size (default: one second of --rate)
+  --ratelimit-headers        advertise the bucket on every POST answered after it:
+                             RateLimit-Policy: "bytes";q=RATE;w=1;qu="content-bytes";burst=BURST
+                             RateLimit: "bytes";r=TOKENS_LEFT;t=SECONDS_TO_FULL
   --token TOKEN              require Authorization: Bearer TOKEN
   --token-file FILE          like --token, but the token is FILE's content, re-read per request
   --token-ttl SECONDS        a token value expires SECONDS after it was first used
@@ -141,6 +144,10 @@ ParseResult ParseOptions(const std::vector<std::string>& args) {
       o.no_retry_after = true;
       continue;
     }
+    if (flag == "--ratelimit-headers") {
+      o.ratelimit_headers = true;
+      continue;
+    }
     auto it = with_value.find(flag);
     if (it == with_value.end()) {
       fail(flag, "unknown option (see --help)");
@@ -160,6 +167,8 @@ ParseResult ParseOptions(const std::vector<std::string>& args) {
       fail("--out", "is required");
     else if (o.burst_bytes && !o.rate_bytes_per_sec)
       fail("--burst", "needs --rate");
+    else if (o.ratelimit_headers && !o.rate_bytes_per_sec)
+      fail("--ratelimit-headers", "needs --rate");
     else if (o.token && o.token_file)
       fail("--token-file", "cannot be combined with --token");
     else if (o.token_ttl && !o.token && !o.token_file)

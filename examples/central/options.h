@@ -26,6 +26,7 @@ struct Options {
   // Token bucket on wire body bytes; no throttle when rate is absent.
   std::optional<std::uint64_t> rate_bytes_per_sec;  // --rate
   std::optional<std::uint64_t> burst_bytes;         // --burst (default: one second of rate)
+  bool ratelimit_headers = false;                   // --ratelimit-headers
 
   // Bearer auth: a fixed token, or the current content of a file re-read per request.
   std::optional<std::string> token;                 // --token

@@ -341,9 +341,18 @@ bool Receiver::DelayApplies(std::uint64_t n) const {
   return !options_.header_delay_every || n % *options_.header_delay_every == 0;
 }
 
+// The token bucket as RateLimit advertises it: whole tokens left (never negative) and
+// whole seconds until the bucket is full again. Called under mu_. @ref LLP 0016#central
+std::pair<std::uint64_t, std::uint64_t> Receiver::BucketState(double rate, double burst) const {
+  const double left = std::max(0.0, std::floor(tokens_));
+  const double to_full = std::ceil(std::max(0.0, burst - tokens_) / rate);
+  return {static_cast<std::uint64_t>(left), static_cast<std::uint64_t>(to_full)};
+}
+
 Decision Receiver::Admit(const std::string& key, const std::string& wire,
                          const std::string& decoded, std::uint64_t rows) {
   std::lock_guard lock(mu_);
+  std::optional<std::pair<std::uint64_t, std::uint64_t>> bucket;
   // Re-check: a concurrent request with the same key may have been stored meanwhile.
   if (!key.empty() && keys_seen_.contains(key)) {
     return Duplicate();
@@ -363,9 +372,11 @@ Decision Receiver::Admit(const std::string& key, const std::string& wire,
       const auto seconds = static_cast<long long>(std::max(1.0, wait));
       Decision d = Refuse(429, "rate limited", "byte_rate", true);
       d.retry_after = std::to_string(seconds);
+      d.bucket = BucketState(rate, burst);
       return d;
     }
     tokens_ -= size;
+    bucket = BucketState(rate, burst);
   }
   // Rows first, key second: a crash in between re-stores on re-send rather than losing.
   bool ok = std::fwrite(decoded.data(), 1, decoded.size(), received_) == decoded.size() &&
@@ -384,6 +395,7 @@ Decision Receiver::Admit(const std::string& key, const std::string& wire,
   json body = {{"status", "accepted"}, {"rows", rows}};
   Decision d = MakeDecision(200, "accepted", body.dump());
   d.rows = rows;
+  d.bucket = bucket;
   return d;
 }
 
@@ -393,6 +405,15 @@ void Receiver::Apply(const httplib::Request& req, httplib::Response& res, Decisi
   if (IsBackpressure(d.status) && !options_.no_retry_after) {
     auto value = options_.retry_after_raw ? options_.retry_after_raw : d.retry_after;
     if (value) res.set_header("Retry-After", *value);
+  }
+  if (options_.ratelimit_headers && d.bucket) {
+    // @ref LLP 0016#central — q per w=1 s is the rate; `burst` (our extension
+    // parameter, which other clients ignore) is the bucket size.
+    res.set_header("RateLimit-Policy",
+                   "\"bytes\";q=" + std::to_string(*options_.rate_bytes_per_sec) +
+                       ";w=1;qu=\"content-bytes\";burst=" + std::to_string(*options_.burst_bytes));
+    res.set_header("RateLimit", "\"bytes\";r=" + std::to_string(d.bucket->first) +
+                                    ";t=" + std::to_string(d.bucket->second));
   }
   res.set_content(d.body, "application/json");
 

@@ -32,6 +32,8 @@ struct Decision {
   std::string body;                        // JSON response body
   std::optional<std::string> retry_after;  // default value for 429/503, before overrides
   std::uint64_t rows = 0;
+  // --ratelimit-headers: the bucket after this decision (tokens left, seconds to full).
+  std::optional<std::pair<std::uint64_t, std::uint64_t>> bucket;
 };
 
 class Receiver {
@@ -75,6 +77,8 @@ class Receiver {
                   bool padded) const;
   std::string ErrorBody(const std::string& error, const std::string& reason, bool padded) const;
   std::string StatsJson();
+  [[nodiscard]] std::pair<std::uint64_t, std::uint64_t> BucketState(double rate,
+                                                                    double burst) const;
 
   const Options options_;
   const std::chrono::steady_clock::time_point start_;

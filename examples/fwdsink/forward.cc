@@ -218,6 +218,16 @@ std::string HumanRate(double v, std::string_view unit) {
   return buf;
 }
 
+// " | pacing 7.9 MB/s (learned)", or "" when nothing limits. @ref LLP 0016#visible
+std::string PacingText(const fwdsink::PaceRate& r) {
+  if (r.source == fwdsink::PaceSource::kNone) return "";
+  std::string rate;
+  if (r.bytes_per_s > 0) rate = HumanRate(r.bytes_per_s, "B");
+  if (r.bytes_per_s <= 0 && r.requests_per_s > 0) rate = HumanRate(r.requests_per_s, "req");
+  if (rate.empty()) return "";
+  return " | pacing " + rate + " (" + std::string(fwdsink::to_string(r.source)) + ")";
+}
+
 std::string ProgressLine(const fwdsink::Driver& d, std::uint64_t left, double rows_per_s,
                          double bytes_per_s) {
   const auto state = d.sink().state();
@@ -238,7 +248,7 @@ std::string ProgressLine(const fwdsink::Driver& d, std::uint64_t left, double ro
     case Phase::kSending: s += "sending " + state.partition; break;
     case Phase::kIdle: s += "idle"; break;
   }
-  return s;
+  return s + PacingText(d.sink().pacing());
 }
 
 // Draws the progress line (~2/s) or writes the stats line, until Stop().

@@ -328,6 +328,7 @@ Parsed<ForwardConfig> ParseForward(const std::vector<std::string>& args) {
   milliseconds timeout = f.transport.read_timeout;
   milliseconds connect_timeout = f.transport.connect_timeout;
   std::string jitter;
+  std::string pacing = "auto";
   bool log_json = false, progress = false;
   std::filesystem::path token_file, log_file;
   RequestFlagValues request;
@@ -343,6 +344,7 @@ Parsed<ForwardConfig> ParseForward(const std::vector<std::string>& args) {
       {"--inline-budget", true, PositiveDuration(f.backpressure.inline_budget)},
       {"--max-wait", true, PositiveDuration(f.backpressure.max_wait)},
       {"--jitter", true, Text(jitter)},
+      {"--pacing", true, Text(pacing)},
       {"--horizon", true, PositiveDuration(d.horizon)},
       {"--poll", true, PositiveDuration(poll)},
       {"--label", true, Text(f.label)},
@@ -401,6 +403,11 @@ Parsed<ForwardConfig> ParseForward(const std::vector<std::string>& args) {
     }
     f.backpressure.jitter = j;
   }
+  // @ref LLP 0016#pacer
+  if (pacing != "auto" && pacing != "off") {
+    return {std::nullopt, {"--pacing", "'" + pacing + "' is not auto or off"}};
+  }
+  f.pacing.enabled = pacing == "auto";
   f.chunker.chunk_bytes = static_cast<std::size_t>(chunk_bytes);
   // A single line may be as long as a chunk; keep the default line limit otherwise.
   f.chunker.max_line_bytes = std::max(f.chunker.max_line_bytes, f.chunker.chunk_bytes);
@@ -568,7 +575,11 @@ chunk). Durations are seconds unless suffixed: 250ms, 1.5s, 5m, 1h.
   --ladder LIST          waits without Retry-After, e.g. 30,60,120,300 (the default)
   --max-wait S           longest single wait, also caps Retry-After (default 300)
   --inline-budget S      time per chunk before respooling the partition (default 300)
-  --jitter F             ladder jitter fraction in [0,1) (default 0)
+  --jitter F             jitter fraction in [0,1) (default 0.5): ladder waits and the
+                         pauses between passes spread by +-F; Retry-After waits and
+                         gate holds only lengthened, by at most 10% or 1 s; 0 = off
+  --pacing auto|off      pace requests to the rate the server advertises (RateLimit,
+                         X-RateLimit) or that is learned from its refusals (default auto)
   --horizon S            dead-letter a partition failing this long (default 24h)
   --poll S               idle poll interval between passes (default 1)
   --label NAME           label in events and logs (default fwdsink)

@@ -55,6 +55,18 @@ void ChunkSource::SplitCurrent() {
   split_halves_.push_front(std::move(halves->first));
 }
 
+void ChunkSource::LimitChunkBytes(std::size_t bytes) {
+  pending_limit_ = bytes;
+  if (!read_ahead_running_) ApplyLimit();
+}
+
+// Sender thread, with no read-ahead running: the chunker has one user.
+void ChunkSource::ApplyLimit() {
+  FWDSINK_DCHECK(!read_ahead_running_);
+  if (pending_limit_) chunker_.LimitChunkBytes(*pending_limit_);
+  pending_limit_.reset();
+}
+
 std::string& ChunkSource::wire() {
   return identity_ ? buffers_.current.chunk.body : buffers_.current.wire;
 }
@@ -80,6 +92,7 @@ NextStatus ChunkSource::Take() {
     std::swap(current, buffers_.ahead);
     return st;
   }
+  ApplyLimit();
   return Fetch(current);
 }
 
@@ -92,6 +105,7 @@ NextStatus ChunkSource::Fetch(PreparedChunk& into) {
 
 void ChunkSource::StartReadAhead() {
   FWDSINK_DCHECK(!read_ahead_running_);
+  ApplyLimit();
   read_ahead_running_ = true;
   worker_.Post([this] { read_ahead_status_ = Fetch(buffers_.ahead); });
 }

@@ -59,6 +59,9 @@ class ChunkSource {
   [[nodiscard]] SourceStatus Next();
   // Replaces the current chunk (two rows or more) by its two halves, sent next.
   void SplitCurrent();
+  // Caps the raw size of chunks read from now on (the chunk being read ahead keeps its
+  // size; the current chunk keeps its bytes and key). @ref LLP 0016#shrink
+  void LimitChunkBytes(std::size_t bytes);
 
   // The current chunk, and the bytes to put on the wire for it (its own body with
   // identity: no copy). Valid after Next() returned kChunk.
@@ -83,6 +86,8 @@ class ChunkSource {
   bool read_ahead_running_ = false;
   std::optional<NextStatus> held_back_;  // a read-ahead's result held behind split halves
   NextStatus read_ahead_status_ = NextStatus::kEnd;  // the job's, read after WaitIdle()
+  std::optional<std::size_t> pending_limit_;         // applied to the chunker while the job is idle
+  void ApplyLimit();
 };
 
 }  // namespace fwdsink

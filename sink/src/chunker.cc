@@ -94,6 +94,7 @@ Chunker& Chunker::operator=(Chunker&& other) noexcept {
     Close();
     path_ = std::move(other.path_);
     options_ = other.options_;
+    chunk_limit_ = other.chunk_limit_;
     file_ = std::move(other.file_);
     file_size_ = other.file_size_;
     offset_ = other.offset_;
@@ -193,7 +194,7 @@ NextStatus Chunker::Next(Chunk& out) {
     const std::size_t seg =
         newline != nullptr ? static_cast<std::size_t>(newline - seg_begin) + 1 : avail;
     const std::size_t line_len = (out.body.size() - committed) + seg;
-    if (out.rows > 0 && committed + line_len > options_.chunk_bytes) {
+    if (out.rows > 0 && committed + line_len > std::min(options_.chunk_bytes, chunk_limit_)) {
       // The line does not fit behind the ones we have: end the chunk before it and
       // rewind so the next chunk starts with it. Usually the line began in the current
       // buffer and this is free; otherwise it is re-read, at most once.
@@ -218,7 +219,7 @@ NextStatus Chunker::Next(Chunk& out) {
       committed = out.body.size();
       ++out.rows;
       line_start = buf_off_ + buf_pos_;
-      if (committed >= options_.chunk_bytes) break;
+      if (committed >= std::min(options_.chunk_bytes, chunk_limit_)) break;
     }
   }
   if (out.rows == 0) return NextStatus::kEnd;

@@ -3,6 +3,7 @@
 #include <atomic>
 
 #include "cursor_writer.h"
+#include "default_random.h"
 #include "fwdsink/check.h"
 #include "fwdsink/overload.h"
 
@@ -105,6 +106,7 @@ Result<std::unique_ptr<Driver>> Driver::Create(DriverOptions options, ForwardDep
   if (!deps.time) deps.time = &RealTimeSource();
   if (!deps.sleeper) deps.sleeper = &RealSleeper();
   if (!deps.gate) deps.gate = std::make_shared<EndpointGate>();
+  if (!deps.random) deps.random = MakeDefaultRandom();
   auto sink = ForwardSink::Create(options.forward, deps);
   if (!sink.ok()) return sink.status().WithFieldPrefix("forward");
   return std::unique_ptr<Driver>(new Driver(std::make_unique<Impl>(
@@ -156,7 +158,11 @@ void Driver::Impl::Run() {
     // A tick that delivered everything and found more work goes again at once; a
     // throttled or idle one pauses per the overload level.
     if (r.partitions > 0 && r.all_delivered()) continue;
-    (void)deps.sleeper->SleepFor(overload.Pause(), stop.get_token());
+    // Respooled partitions of a fleet that failed together resume apart.
+    // @ref LLP 0016#jitter
+    const auto pause =
+        JitterSpread(overload.Pause(), options.forward.backpressure.jitter, deps.random);
+    (void)deps.sleeper->SleepFor(pause, stop.get_token());
   }
 }
 

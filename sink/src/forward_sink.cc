@@ -2,10 +2,12 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cmath>
 #include <mutex>
 #include <stop_token>
 
 #include "chunk_source.h"
+#include "default_random.h"
 #include "fwdsink/check.h"
 #include "saturating.h"
 #include "single_slot_worker.h"
@@ -337,10 +339,16 @@ class ForwardSink::Call {
     for (;;) {
       if (stop_.stop_requested()) return Aborted();
       if (!WaitForGate(sending, c)) return ChunkEnd::kStop;
+      if (!WaitForPacer(sending, c, source.wire().size())) return ChunkEnd::kStop;
       Attempt attempt = Send(headers, source, sending);
       Verdict verdict = Classify(attempt, options_.responses);
       if (stop_.stop_requested()) return Aborted();
       Count(verdict);
+      if (verdict.action == Action::kAcknowledge) {
+        sink_.deps.pacer->OnAccepted(time_.MonotonicNow(), source.wire().size(), verdict.quota);
+        ReportPacing();
+        ShrinkToBurst(source);
+      }
       if (verdict.action == Action::kRetryInPlace) {
         if (!WaitToRetry(verdict, sending, c)) return ChunkEnd::kStop;
         continue;
@@ -378,7 +386,8 @@ class ForwardSink::Call {
               .rows = c.rows,
               .token_refresh_tried = sending.refreshed,
               .has_token_provider = static_cast<bool>(sink_.deps.tokens),
-              .now = time_.SystemNow()};
+              .now = time_.SystemNow(),
+              .rate_limit = &last_.response.rate_limit};
     if (last_.response.retry_after) a.retry_after = *last_.response.retry_after;
     if (last_.response.clickhouse_exception_code) {
       a.clickhouse_exception_code = *last_.response.clickhouse_exception_code;
@@ -411,8 +420,11 @@ class ForwardSink::Call {
   // One backoff per resource: honours a hold another sender's Retry-After set. Returns
   // false when the partition stops (the hold passes the budget, or Close()).
   bool WaitForGate(const Sending& sending, const Chunk& c) {
-    const auto hold = sink_.deps.gate->Remaining(time_.MonotonicNow());
+    auto hold = sink_.deps.gate->Remaining(time_.MonotonicNow());
     if (hold.remaining <= milliseconds::zero()) return true;
+    // Senders held together are let go apart; a hold is only lengthened.
+    // @ref LLP 0016#jitter
+    hold.remaining = JitterLonger(hold.remaining, options_.backpressure.jitter, sink_.deps.random);
     const auto elapsed = Since(sending.first, time_.MonotonicNow());
     if (SaturatingAdd(elapsed, hold.remaining) > options_.backpressure.inline_budget) {
       const Verdict held{.action = Action::kRetryInPlace,
@@ -439,6 +451,77 @@ class ForwardSink::Call {
     return true;
   }
 
+  // Proactive pacing: waits for the endpoint pacer's slot, after any gate hold (so it
+  // never shortens one). Returns false when the partition stops (the wait passes the
+  // budget, or Close()). @ref LLP 0016#pacer
+  bool WaitForPacer(const Sending& sending, const Chunk& c, std::size_t wire_bytes) {
+    const milliseconds wait = sink_.deps.pacer->Reserve(time_.MonotonicNow(), wire_bytes);
+    if (wait <= milliseconds::zero()) return true;
+    const auto elapsed = Since(sending.first, time_.MonotonicNow());
+    const PaceRate rate = sink_.deps.pacer->Current(time_.MonotonicNow());
+    const std::string source(to_string(rate.source));
+    if (SaturatingAdd(elapsed, wait) > options_.backpressure.inline_budget) {
+      const Verdict paced{.action = Action::kRetryInPlace,
+                          .reason = "pacing_" + source,
+                          .retry_cause = RetryCause::kBackpressure};
+      GiveUp(paced, sending, c, wait);
+      return false;
+    }
+    Add(counters_.pacer_waits);
+    Add(counters_.pacer_wait_ms, static_cast<std::uint64_t>(wait.count()));
+    if (wait >= std::chrono::seconds{1}) {
+      Emit({.name = events::kForwardPaceWait,
+            .key = sending.key,
+            .reason = source,
+            .attempt = sending.attempt,
+            .wait = wait,
+            .wait_source = "pacer",
+            .begin = c.begin,
+            .end = c.end,
+            .message = "paced to the endpoint's rate"});
+      SetWaiting("pacing (" + source + ")", 0, wait);
+    }
+    if (!sleeper_.SleepFor(wait, stop_)) {
+      Aborted();
+      return false;
+    }
+    return true;
+  }
+
+  // A chunk larger on the wire than the server's advertised burst can never be paced
+  // into it: later chunks shrink (raw size scaled by this chunk's compression ratio),
+  // down to a floor. Chunks already read keep their bytes and key. @ref LLP 0016#shrink
+  void ShrinkToBurst(ChunkSource& source) {
+    const std::uint64_t burst = sink_.deps.pacer->Current(time_.MonotonicNow()).burst_bytes;
+    const std::size_t wire = source.wire().size();
+    if (burst == 0 || wire <= burst) return;
+    const double raw_per_wire =
+        static_cast<double>(source.chunk().body.size()) / static_cast<double>(wire);
+    const auto limit = static_cast<std::size_t>(static_cast<double>(burst) * raw_per_wire);
+    const std::size_t floor = sink_.deps.pacer->policy().min_chunk_bytes;
+    source.LimitChunkBytes(std::max(limit, floor));
+  }
+
+  // Publishes the pacing rate in the gauges, and as an event when it changed source or
+  // moved by a quarter or more since last reported.
+  void ReportPacing() {
+    const PaceRate r = sink_.deps.pacer->Current(time_.MonotonicNow());
+    const auto bytes = static_cast<std::uint64_t>(r.bytes_per_s);
+    const auto requests = static_cast<std::uint64_t>(std::ceil(r.requests_per_s));
+    counters_.pacing_bytes_per_s.store(bytes, std::memory_order_relaxed);
+    counters_.pacing_requests_per_s.store(requests, std::memory_order_relaxed);
+    const auto previous = counters_.pacing_source.exchange(static_cast<std::uint64_t>(r.source),
+                                                           std::memory_order_relaxed);
+    const bool moved = bytes > reported_bytes_ * 5 / 4 || bytes < reported_bytes_ * 3 / 4;
+    if (previous == static_cast<std::uint64_t>(r.source) && !moved) return;
+    reported_bytes_ = bytes;
+    Emit({.name = events::kForwardPacing,
+          .reason = std::string(to_string(r.source)),
+          .message = "pacing rate changed",
+          .rate_bytes_per_s = bytes,
+          .rate_requests_per_s = requests});
+  }
+
   // Retry in place: same body, same key, after the decided wait. Returns false when
   // the partition stops (the wait passes the budget, or Close()).
   bool WaitToRetry(const Verdict& v, Sending& sending, const Chunk& c) {
@@ -461,6 +544,10 @@ class ForwardSink::Call {
     // the next partition must not hammer the endpoint. @ref LLP 0021#shared-gate
     if (d.source == WaitSource::kRetryAfter) {
       sink_.deps.gate->HoldUntil(time_.MonotonicNow() + d.wait, v.reason);
+    }
+    if (v.retry_cause == RetryCause::kBackpressure) {
+      sink_.deps.pacer->OnRefused(time_.MonotonicNow(), d.wait, v.quota);
+      ReportPacing();
     }
     if (d.give_up) {
       GiveUp(v, sending, c, d.wait);
@@ -687,8 +774,9 @@ class ForwardSink::Call {
   Sleeper& sleeper_;
   std::stop_token stop_;
   ForwardResult result_;
-  TransportResult last_;         // the last attempt's response; Attempt views into it
-  std::uint64_t file_size_ = 0;  // of the partition, when opened
+  TransportResult last_;              // the last attempt's response; Attempt views into it
+  std::uint64_t file_size_ = 0;       // of the partition, when opened
+  std::uint64_t reported_bytes_ = 0;  // the pacing rate last reported in an event
 };
 
 Result<std::unique_ptr<ForwardSink>> ForwardSink::Create(ForwardOptions options, ForwardDeps deps) {
@@ -700,6 +788,12 @@ Result<std::unique_ptr<ForwardSink>> ForwardSink::Create(ForwardOptions options,
   if (!deps.time) deps.time = &RealTimeSource();
   if (!deps.sleeper) deps.sleeper = &RealSleeper();
   if (!deps.gate) deps.gate = std::make_shared<EndpointGate>();
+  if (!deps.pacer) {
+    PacingPolicy pacing = options.pacing;
+    pacing.max_wait = options.backpressure.max_wait;
+    deps.pacer = std::make_shared<EndpointPacer>(pacing);
+  }
+  if (!deps.random) deps.random = MakeDefaultRandom();
   return std::unique_ptr<ForwardSink>(new ForwardSink(
       std::make_unique<Impl>(std::move(options), std::move(deps), std::move(transport))));
 }
@@ -729,6 +823,10 @@ ForwardSink::State ForwardSink::state() const {
 }
 
 const Counters& ForwardSink::counters() const { return impl_->counters; }
+
+PaceRate ForwardSink::pacing() const {
+  return impl_->deps.pacer->Current(impl_->deps.time->MonotonicNow());
+}
 
 const ForwardOptions& ForwardSink::options() const { return impl_->options; }
 

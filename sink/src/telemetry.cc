@@ -97,6 +97,10 @@ JsonObject ToJsonObject(const Event& e) {
     o.Add("begin", e.begin);
     o.Add("end", e.end);
   }
+  if (e.name == events::kForwardPacing) {
+    o.Add("rate_bytes_per_s", e.rate_bytes_per_s);
+    o.Add("rate_requests_per_s", e.rate_requests_per_s);
+  }
   if (!e.message.empty()) o.Add("message", e.message);
   return o;
 }

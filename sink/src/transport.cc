@@ -26,6 +26,22 @@ bool IEquals(std::string_view a, std::string_view b) {
   return true;
 }
 
+bool StartsWithNoCase(std::string_view s, std::string_view prefix) {
+  return s.size() >= prefix.size() && IEquals(s.substr(0, prefix.size()), prefix);
+}
+
+// Keeps the rate-limit headers (bounded: a server cannot make us keep many).
+void CollectRateLimit(const httplib::Headers& headers, HeaderList& out) {
+  constexpr std::size_t kMaxHeaders = 16;
+  constexpr std::size_t kMaxValue = 512;
+  for (const auto& [name, value] : headers) {
+    if (out.size() >= kMaxHeaders) break;
+    if (StartsWithNoCase(name, "ratelimit") || StartsWithNoCase(name, "x-ratelimit")) {
+      out.emplace_back(name, value.substr(0, kMaxValue));
+    }
+  }
+}
+
 // Holds a dup() of the client's current socket so Abort() can shutdown() it from any
 // thread without touching cpp-httplib's internals or its socket mutex (which it holds
 // while connecting, so ClientImpl::stop() would block for the whole connect timeout).
@@ -149,6 +165,7 @@ class HttplibTransport final : public HttpTransport {
       if (res.has_header("X-ClickHouse-Exception-Code")) {
         r.clickhouse_exception_code = res.get_header_value("X-ClickHouse-Exception-Code");
       }
+      CollectRateLimit(res.headers, r.rate_limit);
       return out;
     }
     if (socket_.aborted()) {

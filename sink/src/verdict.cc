@@ -1,5 +1,6 @@
 #include "verdict.h"
 
+#include <cctype>
 #include <nlohmann/json.hpp>
 
 #include "fwdsink/retry_after.h"
@@ -8,6 +9,12 @@ namespace fwdsink {
 namespace {
 
 bool IsJsonSpace(char c) { return c == ' ' || c == '\t' || c == '\n'; }
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
 
 std::string OrHttpStatus(std::string reason, int status) {
   return reason.empty() ? "http_" + std::to_string(status) : std::move(reason);
@@ -66,9 +73,41 @@ Verdict BackpressureVerdict(const Attempt& a, std::string reason) {
   return v;
 }
 
+Verdict ClassifyStatus(const Attempt& a);
+
 }  // namespace
 
 Verdict Classify(const Attempt& a) {
+  Verdict v = ClassifyStatus(a);
+  if (v.action == Action::kAcknowledge ||
+      (v.action == Action::kRetryInPlace && v.retry_cause == RetryCause::kBackpressure)) {
+    v.quota = QuotaFrom(a.rate_limit, a.now);
+  }
+  return v;
+}
+
+std::optional<AdvertisedQuota> QuotaFrom(const HeaderList* headers, SystemTime now) {
+  if (!headers || headers->empty()) return std::nullopt;
+  RateLimitFields f;
+  for (const auto& [name, value] : *headers) {
+    const std::string n = Lower(name);
+    std::optional<std::string_view>* slot = n == "ratelimit-policy"        ? &f.policy
+                                            : n == "ratelimit"             ? &f.ratelimit
+                                            : n == "ratelimit-limit"       ? &f.limit
+                                            : n == "ratelimit-remaining"   ? &f.remaining
+                                            : n == "ratelimit-reset"       ? &f.reset
+                                            : n == "x-ratelimit-limit"     ? &f.x_limit
+                                            : n == "x-ratelimit-remaining" ? &f.x_remaining
+                                            : n == "x-ratelimit-reset"     ? &f.x_reset
+                                                                           : nullptr;
+    if (slot && !*slot) *slot = value;  // the first of repeated fields
+  }
+  return ParseAdvertisedQuota(f, now);
+}
+
+namespace {
+
+Verdict ClassifyStatus(const Attempt& a) {
   if (a.error != TransportError::kNone) return TransportVerdict(a);
   const int status = a.status;
   std::string reason = ExtractReason(a.body_prefix);
@@ -105,6 +144,8 @@ Verdict Classify(const Attempt& a) {
           .message = "unexpected HTTP " + std::to_string(status),
           .respool_reason = RespoolReason::kClientError};
 }
+
+}  // namespace
 
 RespoolReason RespoolReasonFor(RetryCause cause) {
   switch (cause) {

@@ -10,6 +10,7 @@
 
 #include "fwdsink/clock.h"
 #include "fwdsink/forward_sink.h"
+#include "fwdsink/ratelimit.h"
 #include "fwdsink/transport.h"
 
 namespace fwdsink {
@@ -25,8 +26,9 @@ struct Attempt {
   std::uint64_t rows = 0;                         // rows in the chunk sent
   bool token_refresh_tried = false;               // a 401 already made us refresh, this chunk
   bool has_token_provider = false;
-  SystemTime now{};  // system time, to turn an HTTP-date into a delay
   std::optional<std::string_view> clickhouse_exception_code{};  // the header, if any
+  SystemTime now{};                        // system time, to turn an HTTP-date into a delay
+  const HeaderList* rate_limit = nullptr;  // RateLimit-* / X-RateLimit-* headers, if any
 };
 
 // What to do next with the chunk.
@@ -59,6 +61,9 @@ struct Verdict {
   RespoolReason respool_reason = RespoolReason::kNone;     // kRespool
   StopCause stop = StopCause::kAborted;                    // kStop
   std::string server_message{};  // the server's own words (first line), when it refused
+  // kAcknowledge and backpressure kRetryInPlace: the quota the response advertised,
+  // for the pacer. @ref LLP 0016#advertised
+  std::optional<AdvertisedQuota> quota{};
 };
 
 // Maps an attempt to its verdict. Pure: no clock, no counters, no I/O; the same
@@ -96,6 +101,9 @@ struct ClickHouseCode {
 // operator: a ClickHouse exception's text, a JSON "error"/"message" (with its reason),
 // or the first line of text; at most 300 bytes, control characters replaced by spaces.
 [[nodiscard]] std::string ServerMessage(std::string_view body_prefix);
+// Parses the advertised quota out of a response's rate-limit headers (names compared
+// case-insensitively); nullopt when there is none or it is unusable.
+[[nodiscard]] std::optional<AdvertisedQuota> QuotaFrom(const HeaderList* headers, SystemTime now);
 
 // Returns the respool reason for a chunk whose retries outlast the inline budget.
 [[nodiscard]] RespoolReason RespoolReasonFor(RetryCause cause);

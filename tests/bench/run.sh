@@ -4,10 +4,10 @@
 #
 #   bash tests/bench/run.sh                 full run (1 GiB figures, ~15-20 min, 2 cores)
 #   bash tests/bench/run.sh --smoke         tiny sizes, < 60 s: what ctest's bench_smoke runs
-#   bash tests/bench/run.sh --only 1,2,P    some figures (1..8, C = ClickHouse, and P = perf
-#                                           profile of fig. 1)
+#   bash tests/bench/run.sh --only 1,2,P    some figures (1..12, 9u, C = ClickHouse, and P =
+#                                           perf profile of fig. 1)
 #   --runs N                                runs per figure, the median is reported (default 3)
-#   --daemon BIN --central BIN --gen BIN --close-bench BIN
+#   --daemon BIN --central BIN --gen BIN --close-bench BIN --sim BIN
 #                                           use these binaries (default: build them, Release,
 #                                           into build-bench/)
 #   --work DIR                              scratch data (default /tmp/fwdsink-bench; deleted
@@ -19,6 +19,10 @@
 # Figure 8 (syslog-ng) installs syslog-ng-core and syslog-ng-mod-http with apt-get if
 # they are missing; --smoke skips it, C (ClickHouse, needs clickhouse-server from
 # scripts/deps.sh) and the profile P unless asked for with --only.
+# Figures 9-11 (pacing, LLP 0016) run real daemons for >= 30 s each at the limit; --smoke
+# skips them unless asked for. Figure 10 needs nginx (nginx-light, scripts/deps.sh),
+# started here as an ordinary process with a temporary config on 127.0.0.1. Figure 12
+# (the herd) is a simulation on a fake clock: seconds, also in --smoke.
 set -euo pipefail
 
 readonly ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -30,7 +34,7 @@ readonly SYSLOG_TIMEOUT_S=300             # syslog-ng drain, bounded
 readonly SYSLOG_STALL_S=30                # ... and given up when no row arrives this long
 
 smoke=0 only="" runs="" keep=0
-daemon="" central="" gen="" closeb=""
+daemon="" central="" gen="" closeb="" sim=""
 work=/tmp/fwdsink-bench
 while (($#)); do
   case "$1" in
@@ -41,9 +45,10 @@ while (($#)); do
     --central) central=$2; shift ;;
     --gen) gen=$2; shift ;;
     --close-bench) closeb=$2; shift ;;
+    --sim) sim=$2; shift ;;
     --work) work=$2; shift ;;
     --keep) keep=1 ;;
-    -h|--help) sed -n '2,19p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument '$1' (see --help)" >&2; exit 64 ;;
   esac
   shift
@@ -59,6 +64,9 @@ if ((smoke)); then
   PROFILE_BYTES=$((16 * MiB))
   SL_BYTES=$((4 * MiB)); SLT_BYTES=$((2 * MiB)); SL_RUNS=1
   CH_BYTES=$((16 * MiB))
+  P9_ID_BYTES=$((16 * MiB)); P9_Z_BYTES=$((16 * MiB)); P9_SLOW_BYTES=$((8 * MiB))
+  NG_BYTES=$((4 * MiB)); FL_BYTES=$((8 * MiB))
+  HERD_SENDERS=100; HERD_CHUNKS=10; P9U_BYTES=$((16 * MiB))
 else
   : "${runs:=3}"
   # Figure 2 is bound by the receiver (~11 MB/s) for both clients alike: 256 MiB keeps
@@ -75,23 +83,36 @@ else
   # syslog-ng sends identity: under the 1 MiB/s throttle 48 MiB drains in ~45 s at best.
   SL_BYTES=$((256 * MiB)); SLT_BYTES=$((48 * MiB)); SL_RUNS=1   # receiver-bound, ~30 s each
   CH_BYTES=$((256 * MiB))
+  # Pacing (LLP 0016): identity at 8 MB/s for ~33 s; zstd (~6.5x) the same wire bytes
+  # would be 1.7 GB of rows, more than the receiver decodes in a sane time on 2 cores,
+  # so zstd gets 512 MiB (~10 s at the limit, reported as such); figure 3's bucket ~30 s.
+  P9_ID_BYTES=$((256 * MiB)); P9_Z_BYTES=$((512 * MiB)); P9_SLOW_BYTES=$((200 * MiB))
+  # nginx: 40 MiB in 64 KiB chunks = 640 requests, 32 s at 20 r/s. Fleet: 4 MB/s for
+  # ~35 s shared by 4 or 16 daemons.
+  NG_BYTES=$((40 * MiB)); FL_BYTES=$((136 * MiB))
+  HERD_SENDERS=1000; HERD_CHUNKS=30; P9U_BYTES=$((256 * MiB))
 fi
+P9_RATE=8000000; P9_BURST=2000000; P9_CHUNK=262144
+NG_RATE=20; NG_BURST=5; NG_CHUNK=65536
+FL_RATE=4000000; FL_BURST=1000000; FL_CHUNK=65536
+HERD_RATE=200; HERD_BURST=50
 
 want() { [[ -z $only || $only == *",$1,"* ]]; }
 log() { printf '[bench %s] %s\n' "$(date +%T)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
 # ---- Binaries: given, or built here (Release) into build-bench/.
-if [[ -z $daemon || -z $central || -z $gen || -z $closeb ]]; then
+if [[ -z $daemon || -z $central || -z $gen || -z $closeb || -z $sim ]]; then
   bdir=$ROOT/build-bench
   log "building into $bdir"
   cmake -S "$ROOT" -B "$bdir" -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build "$bdir" -j "$(nproc)" --target fwdsink-daemon fwdsink-central \
-        fwdsink-bench-gen fwdsink-bench-close >/dev/null
+        fwdsink-bench-gen fwdsink-bench-close fwdsink-bench-pacing-sim >/dev/null
   : "${daemon:=$bdir/examples/fwdsink/fwdsink}" "${central:=$bdir/examples/central/fwdsink-central}"
   : "${gen:=$bdir/tests/bench/fwdsink-bench-gen}" "${closeb:=$bdir/tests/bench/fwdsink-bench-close}"
+  : "${sim:=$bdir/tests/bench/fwdsink-bench-pacing-sim}"
 fi
-for b in "$daemon" "$central" "$gen" "$closeb"; do [[ -x $b ]] || die "missing binary $b"; done
+for b in "$daemon" "$central" "$gen" "$closeb" "$sim"; do [[ -x $b ]] || die "missing binary $b"; done
 for tool in /usr/bin/time curl jq split; do command -v "$tool" >/dev/null || die "needs $tool"; done
 
 rm -rf "$work"; mkdir -p "$work/data"
@@ -100,6 +121,7 @@ cleanup() {
   [[ -n $central_pid ]] && kill -TERM "$central_pid" 2>/dev/null && wait "$central_pid" 2>/dev/null
   stop_syslog
   [[ -n ${ch_pid:-} ]] && kill -TERM "$ch_pid" 2>/dev/null && wait "$ch_pid" 2>/dev/null
+  stop_nginx
   ((keep)) || rm -rf "$work"
 }
 stop_syslog() { [[ -n ${syslog_pid:-} ]] && kill -TERM "$syslog_pid" 2>/dev/null; syslog_pid=""; }
@@ -584,6 +606,278 @@ XML
     stop_clickhouse
     rm -rf "$chunks_dir" "$chf" "$d"
   fi
+fi
+
+# ---- Pacing (figures 9-12). @ref LLP 0030#pacing @ref LLP 0016#pacer
+# pace_log_stats LOG RATE BURST -> "goodput wire_ratio refused requests refused_when"
+# over a receiver request log: goodput = accepted wire bytes after the first burst over
+# (rate x time from the first request to the last acceptance); wire ratio = wire bytes
+# sent / wire bytes accepted; refused_when = seconds after the first request of the
+# first 6 refusals, and of the last.
+pace_log_stats() {
+  jq -rs --argjson rate "$2" --argjson burst "$3" '
+    (first.t_ms) as $t0
+    | (map(select(.status == 200))) as $ok
+    | ($ok | map(.body_bytes) | add // 0) as $acc
+    | (map(.body_bytes) | add // 0) as $sent
+    | ((($ok | last).t_ms - $t0) / 1000) as $secs
+    | (map(select(.status == 429 or .status == 503)) | map((.t_ms - $t0) / 1000 | floor)) as $ref
+    | [ (if $secs > 0 then ([$acc - $burst, 0] | max) / ($rate * $secs) else 0 end),
+        (if $acc > 0 then $sent / $acc else 0 end),
+        ($ref | length), length,
+        (if ($ref | length) == 0 then "none"
+         else (($ref[0:6] | map(tostring) | join(",")) + (if ($ref | length) > 6 then "..\($ref[-1])" else "" end) + " s")
+         end) ]
+    | @tsv' "$1"
+}
+
+# pace_run TAG FILE NAME COMP RATE BURST HEADERS PACING -> sets pr_goodput pr_wire
+# pr_refused pr_requests pr_when pr_wall; dies unless every row arrived exactly once.
+pace_run() {
+  local tag=$1 file=$2 name=$3 comp=$4 rate=$5 burst=$6 headers=$7 pacing=$8
+  local d=$work/$tag
+  local extra=(); ((headers)) && extra=(--ratelimit-headers)
+  start_central "$d/central" --rate "$rate" --burst "$burst" "${extra[@]}"
+  new_spool "$d/spool" "$file"
+  local t0 rc=0; t0=$(date +%s.%N)
+  "$daemon" forward --spool "$d/spool" --url "$(url)" --once --chunk-bytes "$P9_CHUNK" \
+            --compression "$comp" --pacing "$pacing" 2>"$d/daemon.log" || rc=$?
+  pr_wall=$(calc "$(date +%s.%N) - $t0" 1)
+  ((rc == 0)) || die "$tag: fwdsink exited $rc: $(tail -3 "$d/daemon.log")"
+  check_rows "${rows_of[$name]}"
+  check_once "$d/central"
+  stop_central
+  read -r pr_goodput pr_wire pr_refused pr_requests pr_when < <(pace_log_stats "$d/central/requests.ndjson" "$rate" "$burst")
+  log "$tag: goodput $pr_goodput, wire/accepted $pr_wire, $pr_refused of $pr_requests refused (at $pr_when), $pr_wall s"
+  rm -rf "$d"
+}
+# check_once DIR: every key was accepted exactly once and no row is stored twice.
+check_once() {
+  local dup_keys dup_rows
+  dup_keys=$(sort "$1/keys.log" | uniq -d | wc -l)
+  dup_rows=$(($(wc -l <"$1/received.ndjson") - $(sort -u "$1/received.ndjson" | wc -l)))
+  ((dup_keys == 0 && dup_rows == 0)) || die "$1: $dup_keys keys and $dup_rows rows stored twice"
+}
+
+pace_figure() {  # NUM LABEL FILE NAME COMP RATE BURST
+  local num=$1 label=$2 file=$3 name=$4 comp=$5 rate=$6 burst=$7
+  pace_run "f$num-off" "$file" "$name" "$comp" "$rate" "$burst" 1 off
+  local b_good=$pr_goodput b_wire=$pr_wire b_ref="$pr_refused/$pr_requests" b_wall=$pr_wall
+  pace_run "f$num-adv" "$file" "$name" "$comp" "$rate" "$burst" 1 auto
+  row "${num}a. $label, advertised (--ratelimit-headers): goodput" "$(calc "$pr_goodput" 3) ($pr_wall s)" \
+      "$(calc "$b_good" 3) (--pacing off, $b_wall s)" "$(calc "$pr_goodput / $b_good" 2)x" "≥ 0.95" "$(met "$pr_goodput" '>=' 0.95)"
+  row "${num}b. $label, advertised: wire sent / accepted; refusals" "$(calc "$pr_wire" 3); $pr_refused/$pr_requests" \
+      "$(calc "$b_wire" 3); $b_ref (off)" "-" "≤ 1.05" "$(met "$pr_wire" '<=' 1.05)"
+  pace_run "f$num-learn" "$file" "$name" "$comp" "$rate" "$burst" 0 auto
+  local pct; pct=$(calc "100 * $pr_refused / $pr_requests" 1)
+  row "${num}c. $label, learned: goodput" "$(calc "$pr_goodput" 3) ($pr_wall s)" \
+      "$(calc "$b_good" 3) (--pacing off)" "$(calc "$pr_goodput / $b_good" 2)x" "≥ 0.9 over ≥ 30 s" "$(met "$pr_goodput" '>=' 0.9)"
+  row "${num}d. $label, learned: wire sent / accepted; refusals (when)" \
+      "$(calc "$pr_wire" 3); $pr_refused/$pr_requests = $pct % (at $pr_when)" "$(calc "$b_wire" 3); $b_ref (off)" "-" \
+      "≤ 1.1; ≤ 5 %" "$( [[ $(met "$pr_wire" '<=' 1.1) == yes && $(met "$pct" '<=' 5) == yes ]] && echo yes || echo NO)"
+}
+
+if want 9 && { ((smoke == 0)) || [[ -n $only ]]; }; then
+  log "load before figure 9: $(uptime)"
+  make_file p9id "$P9_ID_BYTES" 11
+  pace_figure 9 "$(human "$P9_ID_BYTES") identity, bucket $(calc "$P9_RATE / 1e6" 0) MB/s burst $(calc "$P9_BURST / 1e6" 0) MB, $((P9_CHUNK >> 10)) KiB chunks" \
+    "$file" p9id identity "$P9_RATE" "$P9_BURST"
+  rm -f "$file"
+  make_file p9z "$P9_Z_BYTES" 12
+  pace_figure 9z "$(human "$P9_Z_BYTES") zstd, same bucket" "$file" p9z zstd "$P9_RATE" "$P9_BURST"
+  rm -f "$file"
+  make_file p9s "$P9_SLOW_BYTES" 3
+  pace_figure 9s "$(human "$P9_SLOW_BYTES") zstd, bucket $(human "$THR_RATE")/s burst $(human "$THR_BURST") (fig. 3)" \
+    "$file" p9s zstd "$THR_RATE" "$THR_BURST"
+  rm -f "$file"
+fi
+
+# ---- Figure 9u: unthrottled, pacing auto vs off (the pacer must cost nothing).
+if want 9u && { ((smoke == 0)) || [[ -n $only ]]; }; then
+  make_file p9u "$P9U_BYTES" 14
+  wa=() wo=() ca=() co=()
+  for ((i = 1; i <= runs; i++)); do
+    for pacing in off auto; do
+      d=$work/f9u-$pacing-$i
+      start_central "$d/central"
+      new_spool "$d/spool" "$file"
+      forward "$d/time" "$d/spool" --compression zstd --pacing "$pacing"
+      check_rows "${rows_of[p9u]}"; check_once "$d/central"
+      stop_central
+      read -r w u s _ <"$d/time"
+      if [[ $pacing == auto ]]; then wa+=("$w"); ca+=("$(calc "$u + $s")"); else wo+=("$w"); co+=("$(calc "$u + $s")"); fi
+      rm -rf "$d"
+    done
+    log "fig9u run $i: off ${wo[-1]} s wall ${co[-1]} s CPU; auto ${wa[-1]} s wall ${ca[-1]} s CPU"
+  done
+  m=$(median "${wa[@]}"); b=$(median "${wo[@]}")
+  # The wall time is the receiver's (it decodes and checks every row); the client's CPU
+  # is what the pacer could cost, so the target is judged on it.
+  local_cpu=$(calc "$(median "${ca[@]}") / $(median "${co[@]}")")
+  row "9u. unthrottled, $(human "$P9U_BYTES") zstd, pacing auto: wall; client CPU" \
+      "$m s; $(median "${ca[@]}") s" "$b s; $(median "${co[@]}") s (--pacing off)" "$(calc "$m / $b")x; ${local_cpu}x" \
+      "CPU 1.0x within noise (≤ 1.05x)" "$(met "$local_cpu" '<=' 1.05)"
+  rm -f "$file"
+fi
+
+# ---- Figure 10: nginx limit_req in front of the receiver. @ref LLP 0030#nginx
+nginx_pid=""
+stop_nginx() { [[ -n ${nginx_pid:-} ]] && kill -TERM "$nginx_pid" 2>/dev/null && wait "$nginx_pid" 2>/dev/null; nginx_pid=""; }
+# start_nginx DIR UPSTREAM_PORT: nginx on an ephemeral-ish port, limit_req 20r/s burst=5
+# nodelay, 429 + Retry-After: 1; sets nginx_port.
+start_nginx() {
+  local dir=$1 up=$2
+  mkdir -p "$dir/tmp"
+  nginx_port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+  local user_line=""; (($(id -u) == 0)) && user_line="user root;"
+  cat >"$dir/nginx.conf" <<CONF
+$user_line
+worker_processes 1;
+daemon off;
+pid $dir/nginx.pid;
+error_log $dir/error.log warn;
+events { worker_connections 256; }
+http {
+  access_log $dir/access.log;
+  client_body_temp_path $dir/tmp/body; proxy_temp_path $dir/tmp/proxy;
+  fastcgi_temp_path $dir/tmp/fcgi; uwsgi_temp_path $dir/tmp/uwsgi; scgi_temp_path $dir/tmp/scgi;
+  client_max_body_size 64m; client_body_buffer_size 1m;
+  limit_req_zone \$binary_remote_addr zone=ingest:1m rate=${NG_RATE}r/s;
+  upstream central { server 127.0.0.1:$up; keepalive 8; }
+  server {
+    listen 127.0.0.1:$nginx_port;
+    location / {
+      limit_req zone=ingest burst=$NG_BURST nodelay;
+      limit_req_status 429;
+      error_page 429 = @throttled;
+      proxy_http_version 1.1; proxy_set_header Connection "";
+      proxy_pass http://central;
+    }
+    location @throttled { add_header Retry-After 1 always; return 429 '{"error":"rate limited","details":{"reason":"limit_req"}}'; }
+  }
+}
+CONF
+  nginx -c "$dir/nginx.conf" -p "$dir" >"$dir/nginx.out" 2>&1 &
+  nginx_pid=$!
+  local i
+  for ((i = 0; i < 500; i++)); do
+    curl -s -o /dev/null "http://127.0.0.1:$nginx_port/healthz" && return 0
+    kill -0 "$nginx_pid" 2>/dev/null || break
+    sleep 0.01
+  done
+  die "nginx did not start: $(cat "$dir/nginx.out" "$dir/error.log" 2>/dev/null | tail -5)"
+}
+# nginx_run TAG FILE NAME PACING -> ng_wall ng_requests ng_refused ng_chunks
+nginx_run() {
+  local tag=$1 file=$2 name=$3 pacing=$4 d=$work/$1
+  start_central "$d/central"
+  start_nginx "$d/nginx" "$port"
+  new_spool "$d/spool" "$file"
+  local t0 rc=0; t0=$(date +%s.%N)
+  "$daemon" forward --spool "$d/spool" --url "http://127.0.0.1:$nginx_port/ingest" --once \
+            --chunk-bytes "$NG_CHUNK" --compression identity --pacing "$pacing" 2>"$d/daemon.log" || rc=$?
+  ng_wall=$(calc "$(date +%s.%N) - $t0" 2)
+  stop_nginx
+  ((rc == 0)) || die "$tag: fwdsink exited $rc: $(tail -3 "$d/daemon.log")"
+  check_rows "${rows_of[$name]}"; check_once "$d/central"
+  ng_chunks=$(stats | jq .accepted_chunks)
+  ng_requests=$(wc -l <"$d/nginx/access.log")
+  ng_refused=$(awk '$9 == 429' "$d/nginx/access.log" | wc -l)
+  stop_central
+  log "$tag: $ng_wall s, $ng_refused of $ng_requests requests refused, $ng_chunks chunks"
+  rm -rf "$d"
+}
+if want 10 && { ((smoke == 0)) || [[ -n $only ]]; }; then
+  if command -v nginx >/dev/null; then
+    log "load before figure 10: $(uptime)"
+    make_file ng "$NG_BYTES" 13; f=$file
+    nginx_run f10-off "$f" ng off
+    b_wall=$ng_wall b_ref="$ng_refused/$ng_requests"
+    nginx_run f10-auto "$f" ng auto
+    ideal=$(calc "($ng_chunks - $NG_BURST - 1) / $NG_RATE" 2)
+    pct=$(calc "100 * $ng_refused / $ng_requests" 1)
+    row "10. nginx limit_req ${NG_RATE}r/s burst $NG_BURST, $(human "$NG_BYTES") in $ng_chunks x $((NG_CHUNK >> 10)) KiB: drain" \
+        "$ng_wall s (limit allows $ideal s)" "$b_wall s (--pacing off)" "$(calc "$ng_wall / $ideal" 2)x of ideal" "≤ 1.1x" "$(met "$(calc "$ng_wall / $ideal" 3)" '<=' 1.1)"
+    row "10b. nginx limit_req: refused requests" "$ng_refused/$ng_requests = $pct %" "$b_ref (--pacing off)" "-" "≤ 5 %" "$(met "$pct" '<=' 5)"
+    rm -f "$f"
+  else
+    row "10. nginx limit_req" "not run: nginx missing (scripts/deps.sh installs nginx-light)" "-" "-" "-" "-"
+  fi
+fi
+
+# ---- Figure 11: N daemons, separate processes and spools, one non-advertising bucket.
+# @ref LLP 0030#fleet — per-daemon goodput over the window in which all were sending.
+fleet_run() {  # N PACING -> fl_aggregate fl_jain fl_refused fl_requests
+  local n=$1 pacing=$2 d=$work/f11-$1-$2
+  start_central "$d/central" --rate "$FL_RATE" --burst "$FL_BURST"
+  local per=$((FL_BYTES / n)) pids=() i
+  for ((i = 1; i <= n; i++)); do
+    make_file "fl$n-$i" "$per" $((100 + i))
+    mkdir -p "$d/s$i/ready"; ln "$file" "$d/s$i/ready/d$(printf %02d "$i")-p.ndjson"
+  done
+  for ((i = 1; i <= n; i++)); do
+    "$daemon" forward --spool "$d/s$i" --url "$(url)" --once --chunk-bytes "$FL_CHUNK" \
+              --compression identity --pacing "$pacing" 2>"$d/daemon-$i.log" &
+    pids+=($!)
+  done
+  local rc=0
+  for i in "${pids[@]}"; do wait "$i" || rc=$?; done
+  ((rc == 0)) || die "f11: a daemon exited $rc"
+  local want=0; for ((i = 1; i <= n; i++)); do want=$((want + ${rows_of[fl$n-$i]})); done
+  check_rows "$want"; check_once "$d/central"
+  stop_central
+  read -r fl_aggregate fl_jain fl_refused fl_requests fl_window < <(jq -rs --argjson rate "$FL_RATE" --argjson burst "$FL_BURST" '
+    (first.t_ms) as $t0
+    | map(. + {d: (.key | split("-")[0])})
+    | (map(select(.status == 200)) | group_by(.d) | map(last | .t_ms) | min) as $stop
+    | (map(select(.status == 200 and .t_ms <= $stop)) | group_by(.d) | map(map(.body_bytes) | add)) as $per
+    | (($stop - $t0) / 1000) as $secs
+    | ($per | add) as $sum
+    | [ (([$sum - $burst, 0] | max) / ($rate * $secs)),
+        (($sum * $sum) / (($per | length) * ($per | map(. * .) | add))),
+        (map(select(.status == 429)) | length), length, $secs ]
+    | @tsv' "$d/central/requests.ndjson")
+  for ((i = 1; i <= n; i++)); do rm -f "$work/data/fl$n-$i.ndjson"; done
+  log "f11 $n daemons, pacing $pacing: aggregate $fl_aggregate, Jain $fl_jain over $fl_window s, $fl_refused/$fl_requests refused"
+  rm -rf "$d"
+}
+if want 11 && { ((smoke == 0)) || [[ -n $only ]]; }; then
+  log "load before figure 11: $(uptime)"
+  for n in 4 16; do
+    fleet_run "$n" off; b_agg=$fl_aggregate b_jain=$fl_jain b_ref="$fl_refused/$fl_requests"
+    fleet_run "$n" auto
+    row "11. $n daemons on one $(calc "$FL_RATE / 1e6" 0) MB/s bucket (burst $(calc "$FL_BURST / 1e6" 1) MB), learned: aggregate; Jain" \
+        "$(calc "$fl_aggregate" 3); $(calc "$fl_jain" 3) over $(calc "$fl_window" 0) s; $fl_refused/$fl_requests refused" \
+        "$(calc "$b_agg" 3); $(calc "$b_jain" 3); $b_ref refused (--pacing off)" "-" "≥ 0.9; ≥ 0.9" \
+        "$( [[ $(met "$fl_aggregate" '>=' 0.9) == yes && $(met "$fl_jain" '>=' 0.9) == yes ]] && echo yes || echo NO)"
+  done
+fi
+
+# ---- Figure 12: the herd, simulated (fake clock, the real policy, gate and pacer).
+# @ref LLP 0030#herd
+if want 12; then
+  for ra in 5 none; do
+    line=""
+    for variant in "0 on" "0.5 on" "0.5 off"; do
+      read -r jit pac <<<"$variant"
+      out=$("$sim" --senders "$HERD_SENDERS" --chunks "$HERD_CHUNKS" --unit requests --rate "$HERD_RATE" \
+                   --burst "$HERD_BURST" --outage-s 60 --retry-after "$ra" --jitter "$jit" --pacing "$pac") ||
+        die "herd simulation failed"
+      log "herd: $out"
+      [[ $out == *every_row_once=yes* ]] || die "herd: a chunk was accepted twice: $out"
+      get() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$out"; }
+      peak=$(get peak_ratio) drain=$(get drain_ratio)
+      [[ $(get drained) == yes ]] || drain="> $drain (not drained within the 3600 s horizon)"
+      case "$variant" in
+        "0 on") off_line="jitter 0: peak $peak x, drain $drain x" ;;
+        "0.5 on") on_peak=$peak on_drain=$drain on_ref=$(get refused_pct) ;;
+        "0.5 off") nopace="pacing off: peak $peak x, drain $drain x" ;;
+      esac
+    done
+    row "12. herd: $HERD_SENDERS senders x $HERD_CHUNKS chunks, bucket ${HERD_RATE} req/s, 60 s outage, Retry-After: $ra" \
+        "jitter 0.5: peak $on_peak x capacity, drain $on_drain x ideal, $on_ref % refused" "$off_line; $nopace" "-" \
+        "≤ 2x; ≤ 1.2x" "$( [[ $on_drain != *'>'* && $(met "$on_peak" '<=' 2) == yes && $(met "$on_drain" '<=' 1.2) == yes ]] && echo yes || echo NO)"
+  done
 fi
 
 # ---- P: where figure 1's CPU goes (perf). @ref LLP 0030#profile

@@ -38,9 +38,11 @@ struct BackpressurePolicy {
   // respooled. Must be at least the first rung, or no retry could ever happen.
   std::chrono::milliseconds inline_budget = std::chrono::seconds{300};
   // Jitter as a fraction of a ladder wait, in [0, 1): a ladder wait w becomes a value
-  // in [w*(1-jitter), w*(1+jitter)], still capped at max_wait. A Retry-After wait is
-  // only ever lengthened by jitter, never shortened. 0 (the default) turns it off.
-  double jitter = 0.0;
+  // uniform in [w*(1-jitter), w*(1+jitter)], still capped at max_wait. A Retry-After
+  // wait (and a gate hold) is only ever lengthened, by at most min(10%, 1 s), never
+  // shortened. On by default, so a fleet that failed together does not return
+  // together; 0 turns it off (tests that check exact waits say so). @ref LLP 0016#jitter
+  double jitter = 0.5;
 };
 
 // Checks a policy; returns OK when it is usable, else a kInvalidConfig status naming
@@ -75,6 +77,17 @@ struct WaitDecision {
 
 // Returns uniformly distributed numbers in [0, 1). Injected so tests are repeatable.
 using UniformRandom = std::function<double()>;
+
+// Returns `wait` lengthened by a uniform random amount in [0, min(wait / 10, 1 s)]
+// when jitter > 0 and `random` is set; `wait` itself otherwise. Never shorter, never
+// overflowing. For waits the server asked for (Retry-After, gate holds).
+[[nodiscard]] std::chrono::milliseconds JitterLonger(std::chrono::milliseconds wait, double jitter,
+                                                     const UniformRandom& random);
+// Returns `wait` scaled by a uniform factor in [1 - jitter, 1 + jitter], at least 1 ms,
+// when jitter > 0 and `random` is set; `wait` itself otherwise. For our own waits
+// (ladder rungs, the driver's tick pauses).
+[[nodiscard]] std::chrono::milliseconds JitterSpread(std::chrono::milliseconds wait, double jitter,
+                                                     const UniformRandom& random);
 
 // Decides what a sender does after failed attempt number `attempt` (1 for the first
 // failure of this chunk) given the server's parsed Retry-After (nullopt when absent

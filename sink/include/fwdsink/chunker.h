@@ -96,6 +96,10 @@ class Chunker {
   [[nodiscard]] std::uint64_t offset() const { return offset_; }
   // Returns the file's size when it was opened.
   [[nodiscard]] std::uint64_t file_size() const { return file_size_; }
+  // Caps the chunks made from now on at `bytes` (at least 1; chunk_bytes stays the
+  // ceiling). A chunk still holds at least one whole line, however long.
+  // @ref LLP 0016#shrink
+  void LimitChunkBytes(std::size_t bytes) { chunk_limit_ = bytes > 0 ? bytes : 1; }
 
  private:
   Chunker() = default;
@@ -111,7 +115,8 @@ class Chunker {
   ChunkerOptions options_;
   std::unique_ptr<internal::FileReader> file_;  // null when closed or failed
   std::uint64_t file_size_ = 0;
-  std::uint64_t offset_ = 0;  // start of the next chunk
+  std::uint64_t offset_ = 0;                                // start of the next chunk
+  std::size_t chunk_limit_ = static_cast<std::size_t>(-1);  // LimitChunkBytes()
 
   // Read buffer: buf_[0, buf_len_) holds the file bytes at [buf_off_, buf_off_ + buf_len_);
   // bytes before buf_pos_ have been consumed.

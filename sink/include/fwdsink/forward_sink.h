@@ -17,6 +17,7 @@
 #include "fwdsink/clock.h"
 #include "fwdsink/codec.h"
 #include "fwdsink/gate.h"
+#include "fwdsink/pacer.h"
 #include "fwdsink/status.h"
 #include "fwdsink/telemetry.h"
 #include "fwdsink/transport.h"
@@ -72,6 +73,9 @@ struct ForwardOptions {
   int zstd_level = kDefaultZstdLevel;
   ChunkerOptions chunker{};
   BackpressurePolicy backpressure{};
+  // Proactive pacing of the private pacer made when ForwardDeps has none (its max_wait
+  // is then backpressure.max_wait). @ref LLP 0016#pacer
+  PacingPolicy pacing{};
   TransportOptions transport{};
   // Prefix/label that tells two sinks in one daemon apart in events and logs.
   std::string label = "fwdsink";
@@ -176,9 +180,13 @@ struct ForwardDeps {
   TimeSource* time = nullptr;          // Not owned. Default: RealTimeSource()
   Sleeper* sleeper = nullptr;          // Not owned. Default: RealSleeper()
   std::shared_ptr<EndpointGate> gate;  // shared per endpoint; default: a private one
-  TokenProvider tokens;                // default: no Authorization header
-  EventCallback on_event;              // default: events are dropped
-  UniformRandom random;                // jitter source, when policy.jitter > 0
+  // Shared per endpoint like the gate; default: a private one from options.pacing.
+  std::shared_ptr<EndpointPacer> pacer;
+  TokenProvider tokens;    // default: no Authorization header
+  EventCallback on_event;  // default: events are dropped
+  // Jitter source, when policy.jitter > 0; default: a private generator seeded from
+  // std::random_device (guarded: safe from any thread).
+  UniformRandom random;
 };
 
 // Streams partitions to one endpoint.
@@ -226,6 +234,8 @@ class ForwardSink {
   };
   [[nodiscard]] State state() const;
   [[nodiscard]] const Counters& counters() const;
+  // Returns the endpoint pacer's rate now and where it comes from. Any thread.
+  [[nodiscard]] PaceRate pacing() const;
   [[nodiscard]] const ForwardOptions& options() const;
 
  private:

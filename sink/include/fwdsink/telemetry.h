@@ -61,6 +61,15 @@ inline constexpr std::string_view kForwardAborted = "forward.aborted";
 // offset concerned) or a chunk that could not be encoded (key, reason="encode_failed").
 // Fields: partition, key, reason, begin, message.
 inline constexpr std::string_view kForwardError = "forward.error";
+// The endpoint pacer made a sender wait at least a second before a request (shorter
+// pacing waits are counted, not logged: at the limit there is one per request).
+// Fields: partition, key, attempt, wait_ms, wait_source="pacer", reason (the pace
+// source: "learned" | "advertised"), begin, end, message.
+inline constexpr std::string_view kForwardPaceWait = "forward.pace_wait";
+// The pacing rate changed source, or moved by a quarter or more since last reported.
+// Fields: partition, reason (the source: "none" | "learned" | "advertised"),
+// rate_bytes_per_s, rate_requests_per_s (0: no limit in that dimension), message.
+inline constexpr std::string_view kForwardPacing = "forward.pacing";
 // A cursor record was torn or invalid: the partition resumes from 0 under the same keys.
 // Fields: partition, reason="cursor_corrupt", message.
 inline constexpr std::string_view kDriverCursorCorrupt = "driver.cursor_corrupt";
@@ -110,7 +119,9 @@ struct Event {
   std::string retry_after{};       // raw Retry-After header, if any
   std::uint64_t begin = 0;         // chunk or resume offsets
   std::uint64_t end = 0;
-  std::string message{};  // a sentence for humans
+  std::string message{};                  // a sentence for humans
+  std::uint64_t rate_bytes_per_s = 0;     // forward.pacing only (rendered there, even 0)
+  std::uint64_t rate_requests_per_s = 0;  // forward.pacing only
 };
 
 using EventCallback = std::function<void(const Event&)>;
@@ -198,7 +209,12 @@ class JsonObject {
   COUNTER(partitions_delivered, "Partitions sent to their end and acknowledged.")            \
   COUNTER(retried_4xx, "Responses with a 4xx listed in the retried statuses (408, 425).")    \
   COUNTER(engine_overload, "Refusals an engine profile reads as overload (ClickHouse 252).") \
-  COUNTER(config_errors, "Refusals that name our configuration (unknown table, encoding).")
+  COUNTER(config_errors, "Refusals that name our configuration (unknown table, encoding).") \
+  COUNTER(pacer_waits, "Requests the endpoint pacer delayed.")                               \
+  COUNTER(pacer_wait_ms, "Milliseconds of pacer waits taken (sum).")                         \
+  GAUGE(pacing_bytes_per_s, "Pacing rate in wire bytes/s now (0: no byte limit).")           \
+  GAUGE(pacing_requests_per_s, "Pacing rate in requests/s now, rounded up (0: no limit).")   \
+  GAUGE(pacing_source, "Where the pacing rate comes from: 0 none, 1 learned, 2 advertised.")
 
 // The driver's counters (Driver::counters()).
 #define FWDSINK_DRIVER_COUNTERS(COUNTER, GAUGE)                                              \

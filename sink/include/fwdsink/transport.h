@@ -91,13 +91,18 @@ enum class TransportError {
 // Percent-encodes everything but RFC 3986 unreserved characters, for a query value.
 [[nodiscard]] std::string PercentEncode(std::string_view text);
 
+using HeaderList = std::vector<std::pair<std::string, std::string>>;
+
 struct HttpResponse {
   int status = 0;
   std::optional<std::string> retry_after;                // raw header value, if present
   std::optional<std::string> clickhouse_exception_code;  // X-ClickHouse-Exception-Code
-  std::string body_prefix;                               // at most body_prefix_bytes of the body
-  std::uint64_t body_bytes = 0;                          // bytes of body read (prefix + drained)
-  bool body_truncated = false;                           // the body was longer than the drain limit
+  // RateLimit-* and X-RateLimit-* headers as received (name, value), at most 16, for
+  // the pacer's advertised quota. @ref LLP 0016#advertised
+  HeaderList rate_limit;
+  std::string body_prefix;       // at most body_prefix_bytes of the body
+  std::uint64_t body_bytes = 0;  // bytes of body read (prefix + drained)
+  bool body_truncated = false;   // the body was longer than the drain limit
 };
 
 struct TransportResult {
@@ -105,8 +110,6 @@ struct TransportResult {
   std::string message;    // why, for an operator (empty on success)
   HttpResponse response;  // meaningful when error == kNone
 };
-
-using HeaderList = std::vector<std::pair<std::string, std::string>>;
 
 // A client for one endpoint. Post() is called by one sending thread at a time; Abort()
 // may be called from any thread, any number of times, and is sticky: every later Post()

@@ -1,0 +1,122 @@
+// Proactive pacing: one pacer per endpoint decides when the next request may go, so
+// refusals stay rare. @ref LLP 0016#pacer
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string_view>
+
+#include "fwdsink/clock.h"
+#include "fwdsink/ratelimit.h"
+
+namespace fwdsink {
+
+// How a pacer learns and forgets. With the defaults, a refusal sets the learned rate
+// to 0.88 x the rate that was being paced (multiplicative decrease); every second of
+// accepted sending then adds 0.6% of that rate (additive increase), so a limit with a
+// burst of a quarter second is probed about once per 10-15 s; a learned limit is
+// forgotten after 60 s without a refusal. Before the first decrease the rate doubles
+// every second from its first estimate (slow start), and leaving it cuts to 0.55 x.
+// Tuned on the simulation (tests/bench/pacing_sim.cc). @ref LLP 0016#controller
+struct PacingPolicy {
+  // false: the pacer never waits and learns nothing (--pacing off).
+  bool enabled = true;
+  // Multiplicative decrease on a refusal, in (0, 1).
+  double decrease = 0.88;
+  // Multiplicative decrease leaving slow start (it overshoots more), in (0, 1).
+  double slow_start_decrease = 0.55;
+  // Additive increase per second of sending, as a fraction of the rate set by the last
+  // decrease; > 0.
+  double increase_per_s = 0.006;
+  // Slow start doubles the rate every this much accepted sending; > 0.
+  std::chrono::milliseconds slow_start_doubling = std::chrono::seconds{1};
+  // A learned limit with no refusal for this long is dropped ("no limit" again), and
+  // an advertised quota not repeated for this long is dropped too.
+  std::chrono::milliseconds forget_after = std::chrono::seconds{60};
+  // The longest single pacer wait (a tiny advertised rate waits this, not a week).
+  std::chrono::milliseconds max_wait = std::chrono::seconds{300};
+  // Learned rates never go below these: requests/s and bytes/s.
+  double min_requests_per_s = 0.2;
+  double min_bytes_per_s = 4096;
+  // When an advertised byte burst is smaller than a chunk on the wire, later chunks
+  // shrink to fit it, but never below this many raw bytes. @ref LLP 0016#shrink
+  std::size_t min_chunk_bytes = 16 * 1024;
+};
+
+// Where the pacing rate comes from.
+enum class PaceSource { kNone, kLearned, kAdvertised };
+[[nodiscard]] std::string_view to_string(PaceSource source);
+
+// The rate a pacer applies now (0 = no limit in that dimension).
+struct PaceRate {
+  PaceSource source = PaceSource::kNone;
+  double requests_per_s = 0;
+  double bytes_per_s = 0;
+  // The advertised burst in bytes, when the server says one (chunks larger than it
+  // cannot fit: later chunks shrink to it). 0 when unknown.
+  std::uint64_t burst_bytes = 0;
+};
+
+// Decides when the next request to one endpoint may go: a virtual schedule (GCRA) per
+// dimension, requests and wire bytes, whose rates come from an advertised quota when
+// the server sends one, else from an AIMD controller driven by what is accepted between
+// refusals. Pure bookkeeping on monotonic time like EndpointGate: callers pass "now"
+// and sleep themselves; it never shortens a Retry-After or a gate hold (callers wait
+// for those first and for the pacer after). Ignores which partition or sender asks.
+// Thread-safe: shared by every sender to the endpoint; all state guarded by mu_.
+// @ref LLP 0016#pacer
+class EndpointPacer {
+ public:
+  explicit EndpointPacer(PacingPolicy policy = {});
+
+  // Reserves a send of `wire_bytes` at `now` or later; returns how long the caller must
+  // wait first (zero: send now). Costs one lock when nothing limits.
+  [[nodiscard]] std::chrono::milliseconds Reserve(MonotonicTime now, std::uint64_t wire_bytes);
+  // Records an accepted request (2xx) and the quota its response advertised, if any.
+  void OnAccepted(MonotonicTime now, std::uint64_t wire_bytes,
+                  const std::optional<AdvertisedQuota>& quota);
+  // Records a refused request (429/503) and the wait the sender takes before retrying
+  // (Retry-After or a ladder rung), with the quota its response advertised, if any.
+  void OnRefused(MonotonicTime now, std::chrono::milliseconds wait,
+                 const std::optional<AdvertisedQuota>& quota);
+  // Returns the rate applied now.
+  [[nodiscard]] PaceRate Current(MonotonicTime now) const;
+  [[nodiscard]] const PacingPolicy& policy() const { return policy_; }
+
+ private:
+  // One dimension (requests or bytes): a learned and an advertised rate, and the GCRA
+  // schedule of the smaller.
+  struct Lane {
+    std::optional<double> learned;     // units/s; nullopt: nothing learned
+    std::optional<double> advertised;  // units/s
+    double advertised_burst = 0;       // units
+    MonotonicTime advertised_at{};     // last response that carried it
+    double rate_at_decrease = 0;
+    bool slow_start = false;
+    MonotonicTime increase_from{};    // additive increase accrues from here
+    MonotonicTime tat{};              // GCRA theoretical arrival time
+    double accepted_since_start = 0;  // units accepted before the first refusal
+    MonotonicTime measure_from{};     // the end of the last decrease's wait
+    double accepted_units = 0;        // accepted since measure_from
+    [[nodiscard]] std::optional<double> Rate() const;
+    [[nodiscard]] double Tolerance() const;  // burst, in units
+  };
+
+  void Forget(MonotonicTime now);
+  void Learn(Lane& lane, MonotonicTime now, std::chrono::milliseconds wait, double floor);
+  void Increase(Lane& lane, MonotonicTime now) const;
+  void Advertise(const AdvertisedQuota& q, MonotonicTime now);
+
+  const PacingPolicy policy_;
+  mutable std::mutex mu_;
+  Lane requests_;                        // guarded by mu_
+  Lane bytes_;                           // guarded by mu_
+  std::optional<MonotonicTime> first_;   // first reservation; guarded by mu_
+  MonotonicTime last_refusal_{};         // guarded by mu_
+  bool accepted_since_decrease_ = true;  // guarded by mu_
+};
+
+}  // namespace fwdsink

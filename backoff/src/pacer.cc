@@ -1,0 +1,204 @@
+#include "fwdsink/pacer.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace fwdsink {
+namespace {
+
+using std::chrono::milliseconds;
+
+double Secs(MonotonicTime::duration d) { return std::chrono::duration<double>(d).count(); }
+
+MonotonicTime::duration FromSecs(double s) {
+  // Bounded: a schedule never runs more than a day ahead (and NaN goes to zero).
+  constexpr double kMax = 86400.0;
+  if (!(s > 0)) return MonotonicTime::duration::zero();
+  return std::chrono::duration_cast<MonotonicTime::duration>(
+      std::chrono::duration<double>(std::min(s, kMax)));
+}
+
+// A learned controller's increase accrues per second of sending; a long silence
+// (idle, or a long wait) counts as at most this much.
+constexpr double kMaxIncreaseStep = 1.0;
+// The measured accepted rate replaces the paced rate as the base of a decrease when
+// it was measured over at least this long and is well below the paced rate (the pacer
+// was not what limited the sender).
+constexpr double kMinMeasureSecs = 2.0;
+constexpr double kNotBindingRatio = 0.8;
+// Requests accepted before a first refusal for it to say anything about a rate.
+constexpr double kMinAcceptedToLearn = 2;
+
+}  // namespace
+
+std::string_view to_string(PaceSource source) {
+  switch (source) {
+    case PaceSource::kNone: return "none";
+    case PaceSource::kLearned: return "learned";
+    case PaceSource::kAdvertised: return "advertised";
+  }
+  return "unknown";
+}
+
+std::optional<double> EndpointPacer::Lane::Rate() const {
+  if (learned && advertised) return std::min(*learned, *advertised);
+  return learned ? learned : advertised;
+}
+
+double EndpointPacer::Lane::Tolerance() const {
+  // A learned rate allows no burst beyond the request itself: sends are spread evenly.
+  if (advertised && (!learned || *advertised <= *learned)) return advertised_burst;
+  return 0;
+}
+
+EndpointPacer::EndpointPacer(PacingPolicy policy) : policy_(policy) {}
+
+milliseconds EndpointPacer::Reserve(MonotonicTime now, std::uint64_t wire_bytes) {
+  if (!policy_.enabled) return milliseconds::zero();
+  std::lock_guard lock(mu_);
+  if (!first_) first_ = now;
+  Forget(now);
+  const double costs[2] = {1.0, static_cast<double>(wire_bytes)};
+  Lane* lanes[2] = {&requests_, &bytes_};
+  double start = 0;  // seconds from now
+  for (int i = 0; i < 2; ++i) {
+    const auto rate = lanes[i]->Rate();
+    if (!rate) continue;
+    const double tolerance = std::max(lanes[i]->Tolerance(), costs[i]) / *rate;
+    start = std::max(start, Secs(lanes[i]->tat - now) + costs[i] / *rate - tolerance);
+  }
+  const MonotonicTime send = now + FromSecs(start);
+  for (int i = 0; i < 2; ++i) {
+    if (const auto rate = lanes[i]->Rate()) {
+      lanes[i]->tat = std::max(lanes[i]->tat, send) + FromSecs(costs[i] / *rate);
+    }
+  }
+  const auto wait = std::chrono::ceil<milliseconds>(send - now);
+  return std::min(wait, policy_.max_wait);
+}
+
+void EndpointPacer::OnAccepted(MonotonicTime now, std::uint64_t wire_bytes,
+                               const std::optional<AdvertisedQuota>& quota) {
+  if (!policy_.enabled) return;
+  std::lock_guard lock(mu_);
+  if (!first_) first_ = now;
+  accepted_since_decrease_ = true;
+  const double costs[2] = {1.0, static_cast<double>(wire_bytes)};
+  Lane* lanes[2] = {&requests_, &bytes_};
+  for (int i = 0; i < 2; ++i) {
+    lanes[i]->accepted_since_start += costs[i];
+    lanes[i]->accepted_units += costs[i];
+    Increase(*lanes[i], now);
+  }
+  if (quota) Advertise(*quota, now);
+}
+
+void EndpointPacer::OnRefused(MonotonicTime now, milliseconds wait,
+                              const std::optional<AdvertisedQuota>& quota) {
+  if (!policy_.enabled) return;
+  std::lock_guard lock(mu_);
+  if (!first_) first_ = now;
+  if (quota) Advertise(*quota, now);
+  // One decrease per episode: senders refused together, or a chunk refused again
+  // right after its wait, say the same thing once.
+  if (!accepted_since_decrease_) return;
+  accepted_since_decrease_ = false;
+  last_refusal_ = now;
+  // Bytes first: the request lane's count decides whether there is anything to learn.
+  Learn(bytes_, now, wait, policy_.min_bytes_per_s);
+  Learn(requests_, now, wait, policy_.min_requests_per_s);
+}
+
+// @ref LLP 0016#controller
+void EndpointPacer::Learn(Lane& lane, MonotonicTime now, milliseconds wait, double floor) {
+  const double span = Secs(now - lane.measure_from);
+  if (!lane.learned) {
+    // First refusal: what was accepted so far, spread over that time and the wait
+    // ahead (a burst the server allowed says little about its rate); then slow start.
+    // Refused before two acceptances (an outage, a single chunk), there is nothing to
+    // measure: Retry-After and the ladder alone decide, as without a pacer.
+    if (requests_.accepted_since_start < kMinAcceptedToLearn) return;
+    const double sending = Secs(now - *first_);
+    lane.learned = lane.accepted_since_start / std::max(sending + Secs(wait), 1.0);
+    lane.slow_start = true;
+  } else {
+    double base = *lane.learned;
+    // Driven by what was accepted since the last decrease: when the sender was slower
+    // than the pace (the pacer did not bind), decrease from what it really sent.
+    if (!lane.slow_start && span >= kMinMeasureSecs) {
+      const double accepted_rate = lane.accepted_units / span;
+      if (accepted_rate < kNotBindingRatio * base) base = accepted_rate;
+    }
+    base *= lane.slow_start ? policy_.slow_start_decrease : policy_.decrease;
+    lane.learned = base;
+    lane.slow_start = false;
+  }
+  lane.learned = std::max(*lane.learned, floor);
+  lane.rate_at_decrease = *lane.learned;
+  lane.increase_from = now + wait;
+  lane.measure_from = now + wait;
+  lane.accepted_units = 0;
+}
+
+void EndpointPacer::Increase(Lane& lane, MonotonicTime now) const {
+  if (!lane.learned) return;
+  if (now <= lane.increase_from) return;
+  const double dt = std::min(Secs(now - lane.increase_from), kMaxIncreaseStep);
+  if (lane.slow_start) {
+    const double doubling = std::chrono::duration<double>(policy_.slow_start_doubling).count();
+    lane.learned = *lane.learned * std::exp2(dt / doubling);
+  } else {
+    lane.learned = *lane.learned + policy_.increase_per_s * lane.rate_at_decrease * dt;
+  }
+  lane.increase_from = now;
+}
+
+void EndpointPacer::Advertise(const AdvertisedQuota& q, MonotonicTime now) {
+  if (!q.rate_per_s || !(*q.rate_per_s > 0)) return;
+  Lane& lane = q.unit == QuotaUnit::kContentBytes ? bytes_ : requests_;
+  lane.advertised = *q.rate_per_s;
+  lane.advertised_burst = std::max(1.0, q.burst ? static_cast<double>(*q.burst) : *q.rate_per_s);
+  lane.advertised_at = now;
+  if (q.remaining) {
+    // The server's count now: the schedule allows exactly `remaining` more at once.
+    const double left = std::min(static_cast<double>(*q.remaining), lane.advertised_burst);
+    lane.tat = now + FromSecs((lane.advertised_burst - left) / *lane.advertised);
+  }
+}
+
+void EndpointPacer::Forget(MonotonicTime now) {
+  for (Lane* lane : {&requests_, &bytes_}) {
+    if (lane->advertised && now - lane->advertised_at > policy_.forget_after) {
+      lane->advertised.reset();
+    }
+    if (lane->learned && now - last_refusal_ > policy_.forget_after) {
+      // @ref LLP 0016#forgetting — quiet for long enough: no limit, until refused again.
+      lane->learned.reset();
+      lane->slow_start = false;
+      lane->accepted_since_start = 0;
+    }
+  }
+  if (!requests_.learned && !bytes_.learned && first_ && now - *first_ > policy_.forget_after) {
+    // Nothing learned: the first estimate looks at the last minute at most.
+    first_ = now;
+    requests_.accepted_since_start = 0;
+    bytes_.accepted_since_start = 0;
+  }
+}
+
+PaceRate EndpointPacer::Current(MonotonicTime now) const {
+  std::lock_guard lock(mu_);
+  (void)now;
+  PaceRate r;
+  const bool advertised = requests_.advertised || bytes_.advertised;
+  const bool learned = requests_.learned || bytes_.learned;
+  r.source = advertised ? PaceSource::kAdvertised
+             : learned  ? PaceSource::kLearned
+                        : PaceSource::kNone;
+  r.requests_per_s = requests_.Rate().value_or(0);
+  r.bytes_per_s = bytes_.Rate().value_or(0);
+  if (bytes_.advertised) r.burst_bytes = static_cast<std::uint64_t>(bytes_.advertised_burst);
+  return r;
+}
+
+}  // namespace fwdsink

@@ -1,0 +1,309 @@
+// fwdsink-bench-pacing-sim: senders against a simulated token-bucket server, on a
+// simulated clock, with the real policy (DecideWait, jitter), gate (EndpointGate),
+// pacer (EndpointPacer) and driver pause ladder (OverloadLevel). Figure "herd" of
+// LLP 0030: a fleet after an outage. @ref LLP 0030#herd
+//
+//   fwdsink-bench-pacing-sim --senders 1000 --chunks 50 --unit requests --rate 250
+//       --burst 50 --outage-s 60 --retry-after 5|none|bucket --jitter 0.5 --pacing on|off
+//
+// Prints one line of key=value: requests, refused, peak_rps_10s (peak requests per
+// second in the 10 s after recovery), drain_s (recovery to the last acceptance),
+// ideal_s (what the bucket allows for the backlog), every_row_once (each chunk accepted
+// exactly once).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <optional>
+#include <queue>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "fwdsink/backoff.h"
+#include "fwdsink/gate.h"
+#include "fwdsink/overload.h"
+#include "fwdsink/pacer.h"
+
+namespace {
+
+using namespace std::chrono_literals;
+using fwdsink::MonotonicTime;
+using std::chrono::milliseconds;
+
+struct Config {
+  int senders = 1000;
+  int chunks = 50;     // per sender
+  bool bytes = false;  // the bucket counts bytes (else requests)
+  double rate = 250;   // units/s
+  double burst = 50;   // units
+  double chunk_bytes = 65536;
+  double outage_s = 60;
+  std::string retry_after = "5";  // seconds | none | bucket (ceil of the deficit, >= 1)
+  double jitter = 0.5;
+  bool pacing = true;
+  bool shared = false;       // one gate and pacer for all senders (one process)
+  double latency_s = 0.005;  // per request, plus bytes at line_rate
+  double line_rate = 200e6;
+  double horizon_s = 3600;
+  unsigned seed = 1;
+  fwdsink::PacingPolicy pacing_policy{};  // --decrease --ss-decrease --increase (tuning)
+};
+
+double Secs(MonotonicTime::duration d) { return std::chrono::duration<double>(d).count(); }
+MonotonicTime::duration Dur(double s) {
+  return std::chrono::duration_cast<MonotonicTime::duration>(std::chrono::duration<double>(s));
+}
+
+struct Sender {
+  std::shared_ptr<fwdsink::EndpointGate> gate;
+  std::shared_ptr<fwdsink::EndpointPacer> pacer;
+  fwdsink::OverloadLevel overload;
+  int next_chunk = 0;
+  std::size_t attempt = 0;
+  MonotonicTime chunk_first{};
+  bool chunk_started = false;
+};
+
+class Sim {
+ public:
+  explicit Sim(Config c) : c_(c), rng_(c.seed), tokens_(c.burst) {
+    random_ = [this] { return unit_(rng_); };
+    policy_.jitter = c.jitter;
+    auto gate = std::make_shared<fwdsink::EndpointGate>();
+    fwdsink::PacingPolicy pp = c.pacing_policy;
+    pp.enabled = c.pacing;
+    auto pacer = std::make_shared<fwdsink::EndpointPacer>(pp);
+    for (int i = 0; i < c.senders; ++i) {
+      Sender s;
+      s.gate = c.shared ? gate : std::make_shared<fwdsink::EndpointGate>();
+      s.pacer = c.shared ? pacer : std::make_shared<fwdsink::EndpointPacer>(pp);
+      senders_.push_back(std::move(s));
+      accepted_.push_back(std::vector<int>(c.chunks, 0));
+      // Started within the first 100 ms, as a fleet does when it fails together.
+      Schedule(t0_ + Dur(0.1 * unit_(rng_)), i);
+    }
+  }
+
+  void Run() {
+    while (!queue_.empty()) {
+      auto [t, i] = queue_.top();
+      queue_.pop();
+      if (Secs(t - t0_) > c_.horizon_s) break;
+      Step(t, i);
+    }
+  }
+
+  void Report() const {
+    const double recovery = c_.outage_s;
+    int peak = 0;
+    for (int s = static_cast<int>(recovery); s < static_cast<int>(recovery) + 10; ++s) {
+      if (s < static_cast<int>(per_second_.size())) peak = std::max(peak, per_second_[s]);
+    }
+    double total = static_cast<double>(c_.senders) * c_.chunks * (c_.bytes ? c_.chunk_bytes : 1);
+    const double ideal = std::max(0.0, total - c_.burst) / c_.rate;
+    // Every chunk accepted at most once (a duplicate is a bug), and all of them within
+    // the horizon (a herd that never drains is a result, reported as drained=no).
+    bool once = true, drained = true;
+    for (const auto& v : accepted_) {
+      for (int n : v) {
+        once = once && n <= 1;
+        drained = drained && n == 1;
+      }
+    }
+    std::printf(
+        "senders=%d chunks=%d unit=%s rate=%g burst=%g retry_after=%s jitter=%g pacing=%s "
+        "requests=%llu refused=%llu refused_pct=%.2f peak_rps_10s=%d capacity_rps=%.1f "
+        "peak_ratio=%.2f drain_s=%.1f ideal_s=%.1f drain_ratio=%.3f goodput=%.3f "
+        "every_row_once=%s drained=%s\n",
+        c_.senders, c_.chunks, c_.bytes ? "bytes" : "requests", c_.rate, c_.burst,
+        c_.retry_after.c_str(), c_.jitter, c_.pacing ? "on" : "off",
+        static_cast<unsigned long long>(requests_), static_cast<unsigned long long>(refused_),
+        requests_ ? 100.0 * refused_ / requests_ : 0.0, peak, CapacityRps(), peak / CapacityRps(),
+        last_accept_ - recovery, ideal, (last_accept_ - recovery) / ideal,
+        accepted_units_ / std::max(1e-9, last_accept_ - first_accept_after_) / c_.rate,
+        once ? "yes" : "NO", drained ? "yes" : "no");
+  }
+
+ private:
+  double CapacityRps() const { return c_.bytes ? c_.rate / c_.chunk_bytes : c_.rate; }
+
+  void Schedule(MonotonicTime t, int i) { queue_.push({t, i}); }
+
+  // One step of sender i at time t: gate, pacer, send, verdict, wait.
+  void Step(MonotonicTime t, int i) {
+    Sender& s = senders_[i];
+    if (s.next_chunk >= c_.chunks) return;
+    if (!s.chunk_started) {
+      s.chunk_started = true;
+      s.chunk_first = t;
+      s.attempt = 0;
+    }
+    const auto hold = s.gate->Remaining(t);
+    if (hold.remaining > 0ms) {
+      Schedule(t + fwdsink::JitterLonger(hold.remaining, c_.jitter, random_), i);
+      return;
+    }
+    const auto size = static_cast<std::uint64_t>(c_.chunk_bytes);
+    if (!pending_pace_[i]) {
+      const auto pace = s.pacer->Reserve(t, size);
+      if (pace > 0ms) {
+        pending_pace_[i] = true;
+        Schedule(t + pace, i);
+        return;
+      }
+    }
+    pending_pace_[i] = false;
+    Send(t, i);
+  }
+
+  void Send(MonotonicTime t, int i) {
+    Sender& s = senders_[i];
+    const double at = Secs(t - t0_);
+    ++requests_;
+    const auto sec = static_cast<std::size_t>(at);
+    if (per_second_.size() <= sec) per_second_.resize(sec + 1);
+    ++per_second_[sec];
+    const double cost = c_.bytes ? c_.chunk_bytes : 1;
+    const MonotonicTime done = t + Dur(c_.latency_s + c_.chunk_bytes / c_.line_rate);
+    std::optional<milliseconds> retry_after;
+    bool ok = false;
+    if (at >= c_.outage_s) {
+      Refill(at);
+      if (tokens_ >= std::min(cost, c_.burst)) {
+        tokens_ -= cost;
+        ok = true;
+      }
+    }
+    if (ok) {
+      ++accepted_[i][s.next_chunk];
+      if (first_accept_after_ == 0 && at >= c_.outage_s) first_accept_after_ = at;
+      accepted_units_ += cost;
+      last_accept_ = Secs(done - t0_);
+      s.pacer->OnAccepted(done, static_cast<std::uint64_t>(c_.chunk_bytes), std::nullopt);
+      s.overload.Record(false, true);
+      ++s.next_chunk;
+      s.chunk_started = false;
+      Schedule(done, i);
+      return;
+    }
+    ++refused_;
+    if (std::getenv("PACING_SIM_TRACE")) {
+      const auto r = s.pacer->Current(t);
+      std::fprintf(stderr, "t=%.2f refused sender=%d rate=%.0f B/s %.2f req/s tokens=%.0f\n", at, i,
+                   r.bytes_per_s, r.requests_per_s, tokens_);
+    }
+    if (c_.retry_after == "bucket") {
+      const double deficit =
+          at < c_.outage_s ? 1.0 : (std::min(cost, c_.burst) - tokens_) / c_.rate;
+      retry_after = std::chrono::seconds{static_cast<long>(std::max(1.0, std::ceil(deficit)))};
+    } else if (c_.retry_after != "none") {
+      retry_after = std::chrono::seconds{std::atol(c_.retry_after.c_str())};
+    }
+    ++s.attempt;
+    const auto d = fwdsink::DecideWait(
+        policy_, s.attempt, retry_after,
+        std::chrono::duration_cast<milliseconds>(done - s.chunk_first), random_);
+    if (d.source == fwdsink::WaitSource::kRetryAfter) s.gate->HoldUntil(done + d.wait, "sim");
+    s.pacer->OnRefused(done, d.wait, std::nullopt);
+    if (d.give_up) {
+      // Respooled: the driver's next tick, after its (jittered) pause.
+      s.overload.Record(true, false);
+      s.chunk_started = false;
+      Schedule(done + fwdsink::JitterSpread(s.overload.Pause(), c_.jitter, random_), i);
+      return;
+    }
+    Schedule(done + d.wait, i);
+  }
+
+  void Refill(double at) {
+    const double from = std::max(refilled_at_, c_.outage_s);
+    tokens_ = std::min(c_.burst, tokens_ + c_.rate * std::max(0.0, at - from));
+    refilled_at_ = std::max(at, from);
+  }
+
+  struct Later {
+    bool operator()(const std::pair<MonotonicTime, int>& a,
+                    const std::pair<MonotonicTime, int>& b) const {
+      return a.first > b.first;
+    }
+  };
+
+  const Config c_;
+  std::mt19937_64 rng_;
+  std::uniform_real_distribution<double> unit_{0.0, 1.0};
+  fwdsink::UniformRandom random_;
+  fwdsink::BackpressurePolicy policy_;
+  const MonotonicTime t0_{std::chrono::hours{1}};
+  std::vector<Sender> senders_;
+  std::vector<std::vector<int>> accepted_;
+  std::vector<bool> pending_pace_ = std::vector<bool>(100000, false);
+  std::priority_queue<std::pair<MonotonicTime, int>, std::vector<std::pair<MonotonicTime, int>>,
+                      Later>
+      queue_;
+  double tokens_;
+  double refilled_at_ = 0;
+  std::vector<int> per_second_;
+  std::uint64_t requests_ = 0, refused_ = 0;
+  double last_accept_ = 0, first_accept_after_ = 0, accepted_units_ = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Config c;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--senders")
+      c.senders = std::atoi(v.c_str());
+    else if (k == "--chunks")
+      c.chunks = std::atoi(v.c_str());
+    else if (k == "--unit")
+      c.bytes = v == "bytes";
+    else if (k == "--rate")
+      c.rate = std::atof(v.c_str());
+    else if (k == "--burst")
+      c.burst = std::atof(v.c_str());
+    else if (k == "--chunk-bytes")
+      c.chunk_bytes = std::atof(v.c_str());
+    else if (k == "--outage-s")
+      c.outage_s = std::atof(v.c_str());
+    else if (k == "--retry-after")
+      c.retry_after = v;
+    else if (k == "--jitter")
+      c.jitter = std::atof(v.c_str());
+    else if (k == "--pacing")
+      c.pacing = v == "on";
+    else if (k == "--shared")
+      c.shared = v == "yes";
+    else if (k == "--latency-ms")
+      c.latency_s = std::atof(v.c_str()) / 1000;
+    else if (k == "--horizon-s")
+      c.horizon_s = std::atof(v.c_str());
+    else if (k == "--decrease")
+      c.pacing_policy.decrease = std::atof(v.c_str());
+    else if (k == "--ss-decrease")
+      c.pacing_policy.slow_start_decrease = std::atof(v.c_str());
+    else if (k == "--increase")
+      c.pacing_policy.increase_per_s = std::atof(v.c_str());
+    else if (k == "--ss-doubling-ms")
+      c.pacing_policy.slow_start_doubling = milliseconds{std::atol(v.c_str())};
+    else if (k == "--seed")
+      c.seed = static_cast<unsigned>(std::atoi(v.c_str()));
+    else {
+      std::fprintf(stderr, "pacing_sim: unknown option %s\n", k.c_str());
+      return 64;
+    }
+  }
+  if (c.senders < 1 || c.senders > 100000 || c.chunks < 1 || !(c.rate > 0) || !(c.burst > 0)) {
+    std::fprintf(stderr, "pacing_sim: bad sizes\n");
+    return 64;
+  }
+  Sim sim(c);
+  sim.Run();
+  sim.Report();
+  return 0;
+}

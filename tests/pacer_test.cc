@@ -1,0 +1,235 @@
+// EndpointPacer on the fake clock: unthrottled it never waits; it honours an advertised
+// quota; it falls on a refusal, rises while accepted, converges on a token bucket,
+// forgets when refusals stop; off means off.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+
+#include "fake_clock.h"
+#include "fwdsink/pacer.h"
+
+using namespace std::chrono_literals;
+using fwdsink::AdvertisedQuota;
+using fwdsink::EndpointPacer;
+using fwdsink::MonotonicTime;
+using fwdsink::PaceSource;
+using fwdsink::PacingPolicy;
+using fwdsink::QuotaUnit;
+using std::chrono::milliseconds;
+
+namespace {
+
+constexpr std::uint64_t kChunk = 100'000;  // wire bytes per request
+
+// Sends `n` chunks back to back, each accepted, advancing `clock` by `each`.
+void AcceptMany(EndpointPacer& p, fwdsink::FakeClock& clock, int n, milliseconds each = 10ms) {
+  for (int i = 0; i < n; ++i) {
+    clock.Advance(p.Reserve(clock.MonotonicNow(), kChunk));
+    clock.Advance(each);
+    p.OnAccepted(clock.MonotonicNow(), kChunk, std::nullopt);
+  }
+}
+
+// A token bucket in bytes (tokens may not go negative; a chunk needs all its bytes).
+struct Bucket {
+  double rate, burst, tokens;
+  MonotonicTime at;
+  bool Take(MonotonicTime now, double n) {
+    tokens = std::min(burst, tokens + rate * std::chrono::duration<double>(now - at).count());
+    at = now;
+    if (tokens < n) return false;
+    tokens -= n;
+    return true;
+  }
+};
+
+}  // namespace
+
+TEST_CASE("UnthrottledThePacerNeverWaitsAndLearnsNothing") {
+  fwdsink::FakeClock clock;
+  EndpointPacer p;
+  for (int i = 0; i < 1000; ++i) {
+    CHECK(p.Reserve(clock.MonotonicNow(), kChunk) == 0ms);
+    p.OnAccepted(clock.MonotonicNow(), kChunk, std::nullopt);
+  }
+  CHECK(p.Current(clock.MonotonicNow()).source == PaceSource::kNone);
+}
+
+TEST_CASE("ARefusalAfterAcceptedRequestsLearnsARateThatPaces") {
+  fwdsink::FakeClock clock;
+  EndpointPacer p;
+  AcceptMany(p, clock, 10);  // 10 accepted in 100 ms: a burst
+  p.OnRefused(clock.MonotonicNow(), 1s, std::nullopt);
+  const auto r = p.Current(clock.MonotonicNow());
+  CHECK(r.source == PaceSource::kLearned);
+  // The burst spread over its time and the wait: 10 requests over 1.1 s.
+  CHECK(r.requests_per_s == doctest::Approx(10 / 1.1).epsilon(0.01));
+  clock.Advance(1s);
+  CHECK(p.Reserve(clock.MonotonicNow(), kChunk) == 0ms);  // the first goes at once
+  CHECK(p.Reserve(clock.MonotonicNow(), kChunk) > 50ms);  // the next is spaced
+  SUBCASE("twin: refused before anything was accepted, nothing is learned") {
+    EndpointPacer q;
+    q.OnRefused(clock.MonotonicNow(), 5s, std::nullopt);
+    CHECK(q.Current(clock.MonotonicNow()).source == PaceSource::kNone);
+    CHECK(q.Reserve(clock.MonotonicNow(), kChunk) == 0ms);
+  }
+}
+
+TEST_CASE("RisesWhileAcceptedAndFallsOnTheNextRefusal") {
+  fwdsink::FakeClock clock;
+  PacingPolicy policy;
+  EndpointPacer p(policy);
+  AcceptMany(p, clock, 10);
+  p.OnRefused(clock.MonotonicNow(), 1s, std::nullopt);
+  clock.Advance(1s);
+  const double start = p.Current(clock.MonotonicNow()).bytes_per_s;
+  AcceptMany(p, clock, 20);  // slow start: doubling per second of sending
+  const double risen = p.Current(clock.MonotonicNow()).bytes_per_s;
+  CHECK(risen > start * 1.5);
+  p.OnRefused(clock.MonotonicNow(), 1s, std::nullopt);
+  const double fallen = p.Current(clock.MonotonicNow()).bytes_per_s;
+  CHECK(fallen == doctest::Approx(risen * policy.slow_start_decrease));
+  SUBCASE("a sender slower than the pace is cut from what it really sent") {
+    clock.Advance(1s);
+    AcceptMany(p, clock, 3, 2s);  // 3 chunks in 6 s: 50 kB/s, far below the pace
+    p.OnRefused(clock.MonotonicNow(), 1s, std::nullopt);
+    CHECK(p.Current(clock.MonotonicNow()).bytes_per_s < 0.1 * fallen);
+  }
+  SUBCASE("a second refusal with nothing accepted in between does not cut again") {
+    p.OnRefused(clock.MonotonicNow(), 1s, std::nullopt);
+    CHECK(p.Current(clock.MonotonicNow()).bytes_per_s == doctest::Approx(fallen));
+  }
+  SUBCASE("after slow start, increase is additive and decrease is by `decrease`") {
+    clock.Advance(1s);  // the wait: no increase accrues during it
+    const MonotonicTime t0 = clock.MonotonicNow();
+    AcceptMany(p, clock, 50);  // paced: the pacer, not the sender, sets the rate
+    const double secs = std::chrono::duration<double>(clock.MonotonicNow() - t0).count();
+    const double added = p.Current(clock.MonotonicNow()).bytes_per_s - fallen;
+    CHECK(added == doctest::Approx(secs * policy.increase_per_s * fallen).epsilon(0.05));
+    const double before = p.Current(clock.MonotonicNow()).bytes_per_s;
+    p.OnRefused(clock.MonotonicNow(), 1s, std::nullopt);
+    CHECK(p.Current(clock.MonotonicNow()).bytes_per_s == doctest::Approx(before * policy.decrease));
+  }
+}
+
+TEST_CASE("ConvergesOnAByteBucketWithFewRefusals") {
+  // 8 MB/s, burst 2 MB, 256 KiB chunks, 5 ms per request; Retry-After 1 s floors.
+  fwdsink::FakeClock clock;
+  EndpointPacer p;
+  Bucket bucket{8e6, 2e6, 2e6, clock.MonotonicNow()};
+  constexpr std::uint64_t kSize = 262144;
+  const MonotonicTime start = clock.MonotonicNow();
+  double late_bytes = 0;
+  int refusals = 0, late_refusals = 0, requests = 0;
+  while (clock.MonotonicNow() - start < 60s) {
+    clock.Advance(p.Reserve(clock.MonotonicNow(), kSize));
+    clock.Advance(5ms);
+    ++requests;
+    const bool late = clock.MonotonicNow() - start >= 20s;
+    if (bucket.Take(clock.MonotonicNow(), kSize)) {
+      p.OnAccepted(clock.MonotonicNow(), kSize, std::nullopt);
+      if (late) late_bytes += kSize;
+    } else {
+      ++refusals;
+      if (late) ++late_refusals;
+      p.OnRefused(clock.MonotonicNow(), 1s, std::nullopt);
+      clock.Advance(1s);  // Retry-After: 1, the floor
+    }
+  }
+  const double late_rate = late_bytes / 40.0;
+  MESSAGE("refusals " << refusals << " (" << late_refusals << " after 20 s) of " << requests
+                      << ", rate over the last 40 s " << late_rate / 8e6);
+  CHECK(late_rate >= 0.85 * 8e6);
+  CHECK(late_rate <= 8e6 * 1.01);
+  CHECK(refusals <= requests / 20);
+  SUBCASE("twin: without pacing the same sender is refused far more often") {
+    EndpointPacer off({.enabled = false});
+    Bucket b2{8e6, 2e6, 2e6, clock.MonotonicNow()};
+    int off_refusals = 0;
+    const MonotonicTime s2 = clock.MonotonicNow();
+    while (clock.MonotonicNow() - s2 < 60s) {
+      clock.Advance(off.Reserve(clock.MonotonicNow(), kSize));
+      clock.Advance(5ms);
+      if (!b2.Take(clock.MonotonicNow(), kSize)) {
+        ++off_refusals;
+        clock.Advance(1s);
+      }
+    }
+    CHECK(off_refusals > 4 * refusals);
+  }
+}
+
+TEST_CASE("HonoursAnAdvertisedByteQuota") {
+  fwdsink::FakeClock clock;
+  EndpointPacer p;
+  // 1 MB/s, burst 500 kB, 100 kB left now.
+  const AdvertisedQuota q{
+      .unit = QuotaUnit::kContentBytes, .rate_per_s = 1e6, .burst = 500'000, .remaining = 100'000};
+  p.OnAccepted(clock.MonotonicNow(), kChunk, q);
+  const auto r = p.Current(clock.MonotonicNow());
+  CHECK(r.source == PaceSource::kAdvertised);
+  CHECK(r.bytes_per_s == doctest::Approx(1e6));
+  CHECK(r.burst_bytes == 500'000);
+  CHECK(p.Reserve(clock.MonotonicNow(), 100'000) == 0ms);    // what is left goes now
+  CHECK(p.Reserve(clock.MonotonicNow(), 100'000) == 100ms);  // then 100 kB per 100 ms
+  CHECK(p.Reserve(clock.MonotonicNow(), 100'000) == 200ms);
+  SUBCASE("twin: a full bucket lets a burst through at once") {
+    EndpointPacer full;
+    AdvertisedQuota f = q;
+    f.remaining = 500'000;
+    full.OnAccepted(clock.MonotonicNow(), kChunk, f);
+    for (int i = 0; i < 5; ++i) CHECK(full.Reserve(clock.MonotonicNow(), 100'000) == 0ms);
+    CHECK(full.Reserve(clock.MonotonicNow(), 100'000) == 100ms);
+  }
+}
+
+TEST_CASE("HonoursAnAdvertisedRequestQuota") {
+  fwdsink::FakeClock clock;
+  EndpointPacer p;
+  // 20 left over 10 s (X-RateLimit style): 2 requests/s.
+  const AdvertisedQuota q{.rate_per_s = 2.0, .burst = 100, .remaining = 0};
+  p.OnAccepted(clock.MonotonicNow(), kChunk, q);
+  CHECK(p.Reserve(clock.MonotonicNow(), kChunk) == 500ms);
+  CHECK(p.Reserve(clock.MonotonicNow(), kChunk) == 1000ms);
+}
+
+TEST_CASE("AdvertisedZeroLeftWaitsAtMostMaxWait") {
+  fwdsink::FakeClock clock;
+  EndpointPacer p({.max_wait = 300s});
+  const AdvertisedQuota q{.rate_per_s = 1.0 / 86400, .burst = 1, .remaining = 0};
+  p.OnAccepted(clock.MonotonicNow(), kChunk, q);
+  CHECK(p.Reserve(clock.MonotonicNow(), kChunk) == 300s);
+}
+
+TEST_CASE("DecaysToNoLimitWhenRefusalsStop") {
+  fwdsink::FakeClock clock;
+  PacingPolicy policy;
+  EndpointPacer p(policy);
+  AcceptMany(p, clock, 10);
+  p.OnRefused(clock.MonotonicNow(), 1s, std::nullopt);
+  CHECK(p.Current(clock.MonotonicNow()).source == PaceSource::kLearned);
+  SUBCASE("quiet for forget_after: no limit again") {
+    clock.Advance(policy.forget_after + 1s);
+    CHECK(p.Reserve(clock.MonotonicNow(), kChunk) == 0ms);
+    CHECK(p.Current(clock.MonotonicNow()).source == PaceSource::kNone);
+    CHECK(p.Reserve(clock.MonotonicNow(), kChunk) == 0ms);
+  }
+  SUBCASE("twin: not yet quiet long enough, still learned") {
+    clock.Advance(policy.forget_after - 1s);
+    (void)p.Reserve(clock.MonotonicNow(), kChunk);
+    CHECK(p.Current(clock.MonotonicNow()).source == PaceSource::kLearned);
+  }
+}
+
+TEST_CASE("OffNeverWaitsEvenAfterRefusalsAndQuotas") {
+  fwdsink::FakeClock clock;
+  EndpointPacer p({.enabled = false});
+  AcceptMany(p, clock, 10);
+  p.OnRefused(clock.MonotonicNow(), 1s, std::nullopt);
+  p.OnAccepted(clock.MonotonicNow(), kChunk,
+               AdvertisedQuota{.rate_per_s = 0.5, .burst = 1, .remaining = 0});
+  CHECK(p.Reserve(clock.MonotonicNow(), kChunk) == 0ms);
+  CHECK(p.Current(clock.MonotonicNow()).source == PaceSource::kNone);
+}
