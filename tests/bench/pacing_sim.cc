@@ -1,7 +1,7 @@
 // fwdsink-bench-pacing-sim: senders against a simulated token-bucket server, on a
 // simulated clock, with the real policy (DecideWait, jitter), gate (EndpointGate),
 // pacer (EndpointPacer) and driver pause ladder (OverloadLevel). Figure "herd" of
-// LLP 0030: a fleet after an outage. @ref LLP 0030#herd
+// LLP 0030: a fleet after an outage. @ref LLP 0030#pacing
 //
 //   fwdsink-bench-pacing-sim --senders 1000 --chunks 50 --unit requests --rate 250
 //       --burst 50 --outage-s 60 --retry-after 5|none|bucket --jitter 0.5 --pacing on|off

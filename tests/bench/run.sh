@@ -720,7 +720,7 @@ if want 9u && { ((smoke == 0)) || [[ -n $only ]]; }; then
   rm -f "$file"
 fi
 
-# ---- Figure 10: nginx limit_req in front of the receiver. @ref LLP 0030#nginx
+# ---- Figure 10: nginx limit_req in front of the receiver. @ref LLP 0030#pacing
 nginx_pid=""
 stop_nginx() { [[ -n ${nginx_pid:-} ]] && kill -TERM "$nginx_pid" 2>/dev/null && wait "$nginx_pid" 2>/dev/null; nginx_pid=""; }
 # start_nginx DIR UPSTREAM_PORT: nginx on an ephemeral-ish port, limit_req 20r/s burst=5
@@ -806,7 +806,7 @@ if want 10 && { ((smoke == 0)) || [[ -n $only ]]; }; then
 fi
 
 # ---- Figure 11: N daemons, separate processes and spools, one non-advertising bucket.
-# @ref LLP 0030#fleet — per-daemon goodput over the window in which all were sending.
+# @ref LLP 0030#pacing — per-daemon goodput over the window in which all were sending.
 fleet_run() {  # N PACING -> fl_aggregate fl_jain fl_refused fl_requests
   local n=$1 pacing=$2 d=$work/f11-$1-$2
   start_central "$d/central" --rate "$FL_RATE" --burst "$FL_BURST"
@@ -854,7 +854,7 @@ if want 11 && { ((smoke == 0)) || [[ -n $only ]]; }; then
 fi
 
 # ---- Figure 12: the herd, simulated (fake clock, the real policy, gate and pacer).
-# @ref LLP 0030#herd
+# @ref LLP 0030#pacing
 if want 12; then
   for ra in 5 none; do
     line=""
