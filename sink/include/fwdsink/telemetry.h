@@ -209,7 +209,7 @@ class JsonObject {
   COUNTER(partitions_delivered, "Partitions sent to their end and acknowledged.")            \
   COUNTER(retried_4xx, "Responses with a 4xx listed in the retried statuses (408, 425).")    \
   COUNTER(engine_overload, "Refusals an engine profile reads as overload (ClickHouse 252).") \
-  COUNTER(config_errors, "Refusals that name our configuration (unknown table, encoding).") \
+  COUNTER(config_errors, "Refusals that name our configuration (unknown table, encoding).")  \
   COUNTER(pacer_waits, "Requests the endpoint pacer delayed.")                               \
   COUNTER(pacer_wait_ms, "Milliseconds of pacer waits taken (sum).")                         \
   GAUGE(pacing_bytes_per_s, "Pacing rate in wire bytes/s now (0: no byte limit).")           \
