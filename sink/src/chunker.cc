@@ -159,73 +159,78 @@ NextStatus Chunker::Next(Chunk& out) {
   // offset (@ref LLP 0010#chunk-shape). Bytes are copied from the read buffer straight
   // into the body: body[0, committed) is whole lines, body[committed, size) is the
   // start of the line being assembled, which began at file offset line_start.
-  std::size_t committed = 0;
-  std::uint64_t line_start = offset_;
+  Assembly line{.committed = 0, .line_start = offset_};
   for (;;) {
+    Step step = Step::kMore;
     if (buf_pos_ == buf_len_) {
       if (!Refill()) {
-        out.body.clear();
-        out.rows = 0;
-        return NextStatus::kError;
-      }
-      if (buf_len_ == 0) {
-        // A sealed partition ends with '\n'. Bytes after the last one are a torn write:
-        // report them rather than drop or send half a row, but only once the whole
-        // lines before them have been handed out. @ref LLP 0010#torn-tail
-        if (out.body.size() > committed && out.rows > 0) {
-          out.body.resize(committed);
-          RewindTo(line_start);
-          break;
-        }
-        if (out.body.size() > committed) {
-          Fail(ChunkerError::kUnterminatedLine, line_start,
-               "last line has no terminating newline (" +
-                   std::to_string(out.body.size() - committed) + " bytes)");
-          out.body.clear();
-          out.rows = 0;
-          return NextStatus::kError;
-        }
-        break;
+        step = Step::kError;
+      } else if (buf_len_ == 0) {
+        step = AtEndOfFile(out, line);
       }
     }
-    const char* seg_begin = buf_.get() + buf_pos_;
-    const std::size_t avail = buf_len_ - buf_pos_;
-    const char* newline = static_cast<const char*>(std::memchr(seg_begin, '\n', avail));
-    const std::size_t seg =
-        newline != nullptr ? static_cast<std::size_t>(newline - seg_begin) + 1 : avail;
-    const std::size_t line_len = (out.body.size() - committed) + seg;
-    if (out.rows > 0 && committed + line_len > std::min(options_.chunk_bytes, chunk_limit_)) {
-      // The line does not fit behind the ones we have: end the chunk before it and
-      // rewind so the next chunk starts with it. Usually the line began in the current
-      // buffer and this is free; otherwise it is re-read, at most once.
-      // @ref LLP 0010#bounded-memory
-      out.body.resize(committed);
-      RewindTo(line_start);
-      break;
-    }
-    // Checked on the partial line too, so an endless line fails without buffering it.
-    // Reached only for a line that starts a chunk: the lines before it went out first.
-    if (line_len > options_.max_line_bytes) {
-      Fail(ChunkerError::kLineTooLong, line_start,
-           "line longer than max_line_bytes (" + std::to_string(options_.max_line_bytes) + ")");
+    if (step == Step::kMore) step = TakeSegment(out, line);
+    if (step == Step::kError) {
       out.body.clear();
       out.rows = 0;
       return NextStatus::kError;
     }
-    if (out.body.capacity() < options_.chunk_bytes) out.body.reserve(options_.chunk_bytes);
-    out.body.append(seg_begin, seg);
-    buf_pos_ += seg;
-    if (newline != nullptr) {
-      committed = out.body.size();
-      ++out.rows;
-      line_start = buf_off_ + buf_pos_;
-      if (committed >= std::min(options_.chunk_bytes, chunk_limit_)) break;
-    }
+    if (step == Step::kDone) break;
   }
   if (out.rows == 0) return NextStatus::kEnd;
-  out.end = out.begin + committed;
+  out.end = out.begin + line.committed;
   offset_ = out.end;
   return NextStatus::kChunk;
+}
+
+Chunker::Step Chunker::AtEndOfFile(Chunk& out, const Assembly& line) {
+  if (out.body.size() == line.committed) return Step::kDone;
+  // A sealed partition ends with '\n'. Bytes after the last one are a torn write:
+  // report them rather than drop or send half a row, but only once the whole lines
+  // before them have been handed out. @ref LLP 0010#torn-tail
+  if (out.rows > 0) {
+    out.body.resize(line.committed);
+    RewindTo(line.line_start);
+    return Step::kDone;
+  }
+  Fail(ChunkerError::kUnterminatedLine, line.line_start,
+       "last line has no terminating newline (" + std::to_string(out.body.size() - line.committed) +
+           " bytes)");
+  return Step::kError;
+}
+
+Chunker::Step Chunker::TakeSegment(Chunk& out, Assembly& line) {
+  const std::size_t limit = std::min(options_.chunk_bytes, chunk_limit_);
+  const char* seg_begin = buf_.get() + buf_pos_;
+  const std::size_t avail = buf_len_ - buf_pos_;
+  const char* newline = static_cast<const char*>(std::memchr(seg_begin, '\n', avail));
+  const std::size_t seg =
+      newline != nullptr ? static_cast<std::size_t>(newline - seg_begin) + 1 : avail;
+  const std::size_t line_len = (out.body.size() - line.committed) + seg;
+  if (out.rows > 0 && line.committed + line_len > limit) {
+    // The line does not fit behind the ones we have: end the chunk before it and
+    // rewind so the next chunk starts with it. Usually the line began in the current
+    // buffer and this is free; otherwise it is re-read, at most once.
+    // @ref LLP 0010#bounded-memory
+    out.body.resize(line.committed);
+    RewindTo(line.line_start);
+    return Step::kDone;
+  }
+  // Checked on the partial line too, so an endless line fails without buffering it.
+  // Reached only for a line that starts a chunk: the lines before it went out first.
+  if (line_len > options_.max_line_bytes) {
+    Fail(ChunkerError::kLineTooLong, line.line_start,
+         "line longer than max_line_bytes (" + std::to_string(options_.max_line_bytes) + ")");
+    return Step::kError;
+  }
+  if (out.body.capacity() < options_.chunk_bytes) out.body.reserve(options_.chunk_bytes);
+  out.body.append(seg_begin, seg);
+  buf_pos_ += seg;
+  if (newline == nullptr) return Step::kMore;
+  line.committed = out.body.size();
+  ++out.rows;
+  line.line_start = buf_off_ + buf_pos_;
+  return line.committed >= limit ? Step::kDone : Step::kMore;
 }
 
 std::optional<std::pair<Chunk, Chunk>> SplitChunk(const Chunk& chunk) {

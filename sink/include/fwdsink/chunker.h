@@ -110,6 +110,19 @@ class Chunker {
   // Makes the next read start at `offset`, which must not lie after the read position.
   void RewindTo(std::uint64_t offset);
   void Close();
+  // One chunk being assembled: body[0, committed) is whole lines; the line being
+  // assembled began at file offset line_start.
+  struct Assembly {
+    std::size_t committed = 0;
+    std::uint64_t line_start = 0;
+  };
+  enum class Step { kMore, kDone, kError };  // what Next() does after one step
+  // At end of file: ends the chunk with the whole lines gathered, or fails on a torn
+  // last line when there are none.
+  Step AtEndOfFile(Chunk& out, const Assembly& line);
+  // Appends the next segment of the read buffer (up to and including a '\n') to `out`,
+  // or ends the chunk before a line that does not fit; fails on an over-long line.
+  Step TakeSegment(Chunk& out, Assembly& line);
 
   std::filesystem::path path_;
   ChunkerOptions options_;
