@@ -26,6 +26,9 @@ struct Attempt {
   bool token_refresh_tried = false;               // a 401 already made us refresh, this chunk
   bool has_token_provider = false;
   SystemTime now{};  // system time, to turn an HTTP-date into a delay
+  // For a refused single row (@ref LLP 0023#request-level-refusals):
+  bool row_is_json = false;       // the row parses as JSON: nothing visibly wrong with it
+  bool split_tree_acked = false;  // the server accepted part of the request it came from
 };
 
 // What to do next with the chunk.

@@ -96,6 +96,8 @@ class Chunker {
   [[nodiscard]] std::uint64_t offset() const { return offset_; }
   // Returns the file's size when it was opened.
   [[nodiscard]] std::uint64_t file_size() const { return file_size_; }
+  // Returns the file's modification time when it was opened (ns since the epoch).
+  [[nodiscard]] std::int64_t file_mtime_ns() const { return file_mtime_ns_; }
 
  private:
   Chunker() = default;
@@ -111,6 +113,7 @@ class Chunker {
   ChunkerOptions options_;
   std::unique_ptr<internal::FileReader> file_;  // null when closed or failed
   std::uint64_t file_size_ = 0;
+  std::int64_t file_mtime_ns_ = 0;
   std::uint64_t offset_ = 0;  // start of the next chunk
 
   // Read buffer: buf_[0, buf_len_) holds the file bytes at [buf_off_, buf_off_ + buf_len_);
