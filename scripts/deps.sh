@@ -14,6 +14,7 @@ PKGS=(
   curl                                 # demo and benchmark baseline
   clang-format                         # the format check in .ci/run (scripts/format.sh)
   time jq strace                       # the benchmark harness (its smoke run is in ctest)
+  clang libfuzzer-14-dev               # the libFuzzer targets (scripts/test.sh --fuzz)
 )
 
 missing=()

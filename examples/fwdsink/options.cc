@@ -221,6 +221,9 @@ std::string OptionForField(std::string_view field) {
       {"forward.transport.connect_timeout", "--connect-timeout"},
       {"forward.transport.read_timeout", "--read-timeout"},
       {"forward.transport.write_timeout", "--read-timeout"},
+      {"forward.transport.min_throughput_bytes_per_s", "--min-throughput"},
+      {"forward.transport.response_timeout", "--response-timeout"},
+      {"forward.max_split_requests", "--max-split-requests"},
       {"forward.transport", "--ca-file"},
       {"forward.label", "--label"},
   };
@@ -241,6 +244,7 @@ Parsed<ForwardConfig> ParseForward(const std::vector<std::string>& args) {
   milliseconds poll = d.tick_pauses.front();
   milliseconds timeout = f.transport.read_timeout;
   milliseconds connect_timeout = f.transport.connect_timeout;
+  std::uint64_t min_throughput = f.transport.min_throughput_bytes_per_s;
   std::string jitter;
   bool log_json = false, progress = false;
   std::filesystem::path token_file, log_file;
@@ -263,6 +267,10 @@ Parsed<ForwardConfig> ParseForward(const std::vector<std::string>& args) {
       {"--ca-file", true, Text(f.transport.ca_file)},
       {"--connect-timeout", true, PositiveDuration(connect_timeout)},
       {"--read-timeout", true, PositiveDuration(timeout)},
+      // @ref LLP 0023#deadlines
+      {"--min-throughput", true, PositiveSize(min_throughput)},
+      {"--response-timeout", true, PositiveDuration(f.transport.response_timeout)},
+      {"--max-split-requests", true, Count(f.max_split_requests, 1)},
       {"--log-json", false, Set(log_json)},
       {"--progress", false, Set(progress)},
       {"--log-file", true, Path(log_file)},
@@ -308,6 +316,7 @@ Parsed<ForwardConfig> ParseForward(const std::vector<std::string>& args) {
   f.transport.read_timeout = timeout;
   f.transport.write_timeout = timeout;
   f.transport.connect_timeout = connect_timeout;
+  f.transport.min_throughput_bytes_per_s = min_throughput;
   d.tick_pauses.front() = poll;
 
   if (const fwdsink::Status e = fwdsink::Validate(d); !e.ok()) {
@@ -456,8 +465,10 @@ chunk). Durations are seconds unless suffixed: 250ms, 1.5s, 5m, 1h.
   --url URL              ingest endpoint, http:// or https:// (required)
   --once                 one pass over the ready partitions, then exit:
                            0  everything delivered
-                           65 some rows went to dead letters (wins over 75)
-                           75 something was left for a later run (respooled, errors)
+                           65 some rows went to dead letters, or entries of ready/
+                              went to quarantine/ (wins over 75)
+                           75 something was left for a later run (respooled, errors),
+                              or another fwdsink holds the spool's lock
                            77 the server refused the token after a refresh
   --token-file F         bearer token file, read on first use and after a 401
   --chunk-bytes N        target chunk size before compression (default 1m)
@@ -474,6 +485,12 @@ chunk). Durations are seconds unless suffixed: 250ms, 1.5s, 5m, 1h.
   --ca-file F            CA bundle for https (default: system store)
   --connect-timeout S    TCP/TLS connect timeout (default 5)
   --read-timeout S       read/write stall timeout (default 30)
+  --min-throughput N     slowest transfer accepted, bytes/s (default 32k): a request
+                           of B bytes gets B/N s to go out, whatever trickles
+  --response-timeout S   response headers due this long after the upload allowance
+                           (default 30); every request deadline is also capped by
+                           what is left of the inline budget
+  --max-split-requests N requests one partition's bisection may spend (default 256)
   --log-json             JSON log lines on stderr even on a terminal
   --progress             progress line on stderr even when not a terminal
   --log-file F           also append the JSON log lines to F
