@@ -127,7 +127,7 @@ TEST_CASE("sink counters: one list feeds the struct, the snapshot, the JSON and 
     CHECK(f.kind == CounterKind::kCounter);
     CHECK_FALSE(f.help.empty());
   });
-  CHECK(names.size() == 21);
+  CHECK(names.size() == 22);
   CHECK(unique.size() == names.size());
   CHECK(names.front() == "chunks_sent");
   CHECK(names.back() == "partitions_delivered");
@@ -151,11 +151,14 @@ TEST_CASE("driver counters: overload_level is the one gauge") {
   CHECK(gauges == std::vector<std::string>{"overload_level"});
   CHECK(counters == std::vector<std::string>{"ticks", "partitions_delivered", "respools",
                                              "poisoned_chunks", "horizon_give_ups",
-                                             "torn_partitions", "cursor_corrupt", "spool_errors"});
+                                             "torn_partitions", "cursor_corrupt", "spool_errors",
+                                             "cursor_save_failures", "auth_failures", "quarantined",
+                                             "spool_repairs", "handover_changed"});
   CHECK(fwdsink::to_string(CounterKind::kGauge) == "gauge");
   CHECK(fwdsink::to_string(CounterKind::kCounter) == "counter");
   CHECK(fwdsink::ToJson(s) ==
         R"({"ticks":4,"partitions_delivered":0,"respools":0,"poisoned_chunks":0,)"
         R"("horizon_give_ups":0,"torn_partitions":0,"cursor_corrupt":0,"spool_errors":0,)"
-        R"("overload_level":2})");
+        R"("cursor_save_failures":0,"auth_failures":0,"quarantined":0,"spool_repairs":0,)"
+        R"("handover_changed":0,"overload_level":2})");
 }
