@@ -204,12 +204,8 @@ class HttplibTransport final : public HttpTransport {
 
   TransportResult Post(const HeaderList& headers, std::string& body,
                        const PostLimits& limits) override {
+    if (socket_.aborted()) return Closed();
     TransportResult out;
-    if (socket_.aborted()) {
-      out.error = TransportError::kAborted;
-      out.message = "transport closed";
-      return out;
-    }
     // @ref LLP 0023#deadlines
     const auto start = std::chrono::steady_clock::now();
     const RequestDeadlines deadlines = DeadlinesFor(start, body.size(), opt_, limits);
@@ -255,20 +251,35 @@ class HttplibTransport final : public HttpTransport {
       if (res.has_header("Retry-After")) r.retry_after = res.get_header_value("Retry-After");
       return out;
     }
-    if (socket_.aborted()) {
-      out.error = TransportError::kAborted;
-      out.message = "transport closed";
-      return out;
-    }
-    if (late) {
-      const auto allowed = std::chrono::duration_cast<std::chrono::milliseconds>(
-          (*late == "response" ? deadlines.total : deadlines.headers) - start);
-      out.error = TransportError::kTimeout;
-      out.message = "POST " + ep_.SchemeHostPort() + ep_.path + ": " + std::string(*late) +
-                    " not received within the deadline of " + std::to_string(allowed.count()) +
-                    " ms; connection closed";
-      return out;
-    }
+    if (socket_.aborted()) return Closed();
+    if (late)
+      return Late(*late, (*late == "response" ? deadlines.total : deadlines.headers) - start);
+    return Failed(err);
+  }
+
+  void Abort() override { socket_.Abort(); }
+  const Endpoint& endpoint() const override { return ep_; }
+
+ private:
+  static TransportResult Closed() {
+    return {.error = TransportError::kAborted, .message = "transport closed", .response = {}};
+  }
+
+  // A request cut off by its deadline (@ref LLP 0023#deadlines).
+  TransportResult Late(std::string_view what, std::chrono::steady_clock::duration allowed) const {
+    TransportResult out;
+    out.error = TransportError::kTimeout;
+    out.message =
+        "POST " + ep_.SchemeHostPort() + ep_.path + ": " + std::string(what) +
+        " not received within the deadline of " +
+        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(allowed).count()) +
+        " ms; connection closed";
+    return out;
+  }
+
+  // Maps cpp-httplib's error to ours, with a sentence for an operator.
+  TransportResult Failed(httplib::Error err) {
+    TransportResult out;
     out.message = httplib::to_string(err);
     switch (err) {
       case httplib::Error::Connection: out.error = TransportError::kConnect; break;
@@ -298,10 +309,6 @@ class HttplibTransport final : public HttpTransport {
     return out;
   }
 
-  void Abort() override { socket_.Abort(); }
-  const Endpoint& endpoint() const override { return ep_; }
-
- private:
   const Endpoint ep_;
   const TransportOptions opt_;
   SocketHandle socket_;         // declared before client_: outlives the client's callbacks
