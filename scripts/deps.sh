@@ -17,6 +17,7 @@ PKGS=(
   clang-format                         # the format check in .ci/run (scripts/format.sh)
   time jq strace                       # the benchmark harness (its smoke run is in ctest)
   nginx-light                          # benchmark figure 10: a real request limiter (limit_req)
+  clang libfuzzer-14-dev               # the libFuzzer targets (scripts/test.sh --fuzz)
 )
 
 missing=()

@@ -129,7 +129,7 @@ TEST_CASE("sink counters: one list feeds the struct, the snapshot, the JSON and 
                                                                      : CounterKind::kCounter));
     CHECK_FALSE(f.help.empty());
   });
-  CHECK(names.size() == 29);
+  CHECK(names.size() == 30);
   CHECK(unique.size() == names.size());
   CHECK(names.front() == "chunks_sent");
   CHECK(names.back() == "pacing_source");
@@ -151,14 +151,17 @@ TEST_CASE("driver counters: overload_level is the one gauge") {
     (f.kind == CounterKind::kGauge ? gauges : counters).emplace_back(f.name);
   });
   CHECK(gauges == std::vector<std::string>{"overload_level"});
-  CHECK(counters == std::vector<std::string>{"ticks", "partitions_delivered", "respools",
-                                             "poisoned_chunks", "horizon_give_ups",
-                                             "torn_partitions", "cursor_corrupt", "spool_errors",
-                                             "permanent_errors"});
+  CHECK(counters == std::vector<std::string>{
+                        "ticks", "partitions_delivered", "respools", "poisoned_chunks",
+                        "horizon_give_ups", "torn_partitions", "cursor_corrupt", "spool_errors",
+                        "permanent_errors", "cursor_save_failures", "auth_failures", "quarantined",
+                        "spool_repairs", "handover_changed"});
   CHECK(fwdsink::to_string(CounterKind::kGauge) == "gauge");
   CHECK(fwdsink::to_string(CounterKind::kCounter) == "counter");
-  CHECK(fwdsink::ToJson(s) ==
-        R"({"ticks":4,"partitions_delivered":0,"respools":0,"poisoned_chunks":0,)"
-        R"("horizon_give_ups":0,"torn_partitions":0,"cursor_corrupt":0,"spool_errors":0,)"
-        R"("permanent_errors":0,"overload_level":2})");
+  CHECK(
+      fwdsink::ToJson(s) ==
+      R"({"ticks":4,"partitions_delivered":0,"respools":0,"poisoned_chunks":0,)"
+      R"("horizon_give_ups":0,"torn_partitions":0,"cursor_corrupt":0,"spool_errors":0,)"
+      R"("permanent_errors":0,"cursor_save_failures":0,"auth_failures":0,"quarantined":0,"spool_repairs":0,)"
+      R"("handover_changed":0,"overload_level":2})");
 }

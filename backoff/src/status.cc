@@ -16,6 +16,7 @@ std::string_view to_string(StatusCode code) noexcept {
     case StatusCode::kNotFound: return "not_found";
     case StatusCode::kCorrupt: return "corrupt";
     case StatusCode::kIo: return "io";
+    case StatusCode::kBusy: return "busy";
     case StatusCode::kInternal: return "internal";
   }
   return "unknown";

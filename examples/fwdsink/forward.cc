@@ -30,6 +30,7 @@
 
 #include "commands.h"
 #include "fwdsink/driver.h"
+#include "fwdsink/http_header.h"
 #include "fwdsink/telemetry.h"
 #include "fwdsink/time_format.h"
 #include "fwdsink/transport.h"
@@ -57,6 +58,16 @@ class FileTokens {
   std::optional<std::string> operator()(bool force_refresh) {
     if (!cached_ || force_refresh) cached_ = Read();
     return cached_;
+  }
+
+  // Reads the file now and checks the token as a header value (no CR, LF, NUL or other
+  // control byte: it would inject headers). A bad token is a configuration error naming
+  // --token-file; an empty or missing file is not (an agent may write it later).
+  // @ref LLP 0023#header-safety
+  fwdsink::Status Check() const {
+    const std::optional<std::string> token = Read();
+    if (!token) return fwdsink::OkStatus();
+    return fwdsink::ValidateHeaderValue("Bearer " + *token, "--token-file");
   }
 
  private:
@@ -320,7 +331,9 @@ class Reporter {
 // --once: the exit code for one pass; dead letters win over respools.
 // @ref LLP 0022#exit-codes
 int OnceExitCode(const fwdsink::TickReport& r) {
-  if (r.poisoned_chunks > 0 || r.torn > 0 || r.horizon_dead > 0) return kExitDataErr;
+  if (r.poisoned_chunks > 0 || r.torn > 0 || r.horizon_dead > 0 || r.quarantined > 0) {
+    return kExitDataErr;
+  }
   if (r.errors > 0 && r.last_error == fwdsink::Outcome::kAuthError) return kExitNoPerm;
   // @ref LLP 0017#permanent-errors
   if ((r.errors > 0 && r.last_error == fwdsink::Outcome::kConfigError) || r.permanent_error) {
@@ -370,13 +383,27 @@ int RunForward(const ForwardConfig& config) {
 
   fwdsink::ForwardDeps deps;
   deps.on_event = [&out](const fwdsink::Event& e) { out.Event(e); };
-  if (config.token_file) deps.tokens = FileTokens(*config.token_file);
+  if (config.token_file) {
+    FileTokens tokens(*config.token_file);
+    if (const fwdsink::Status bad = tokens.Check(); !bad.ok()) {
+      // The message names the source; the token itself is never printed.
+      std::cerr << "fwdsink: " << bad.message() << "\n";
+      if (log_file) std::fclose(log_file);
+      return kExitUsage;
+    }
+    deps.tokens = std::move(tokens);
+  }
   fwdsink::Result<std::unique_ptr<fwdsink::Driver>> created =
       fwdsink::Driver::Create(std::move(options), std::move(deps));
   if (!created.ok()) {
     const fwdsink::Status& error = created.status();
-    std::cerr << UsageError{OptionForField(error.field()), error.message()}.Text() << "\n";
     if (log_file) std::fclose(log_file);
+    if (error.code() == fwdsink::StatusCode::kBusy) {
+      // Another daemon forwards this spool: try again later. @ref LLP 0023#spool-lock
+      std::cerr << "fwdsink: --spool: " << error.message() << "\n";
+      return kExitTempFail;
+    }
+    std::cerr << UsageError{OptionForField(error.field()), error.message()}.Text() << "\n";
     return error.field() == "spool_dir" ? kExitIoErr : kExitUsage;
   }
   std::unique_ptr<fwdsink::Driver> driver = std::move(created).value();

@@ -302,6 +302,9 @@ std::string OptionForField(std::string_view field) {
       {"forward.transport.client_cert_file", "--client-cert"},
       {"forward.transport.client_key_file", "--client-key"},
       {"forward.transport.proxy", "--proxy"},
+      {"forward.transport.min_throughput_bytes_per_s", "--min-throughput"},
+      {"forward.transport.response_timeout", "--response-timeout"},
+      {"forward.max_split_requests", "--max-split-requests"},
       {"forward.transport", "--ca-file"},
       {"forward.label", "--label"},
       {"forward.headers", "--header"},
@@ -327,6 +330,7 @@ Parsed<ForwardConfig> ParseForward(const std::vector<std::string>& args) {
   milliseconds poll = d.tick_pauses.front();
   milliseconds timeout = f.transport.read_timeout;
   milliseconds connect_timeout = f.transport.connect_timeout;
+  std::uint64_t min_throughput = f.transport.min_throughput_bytes_per_s;
   std::string jitter;
   std::string pacing = "auto";
   bool log_json = false, progress = false;
@@ -352,6 +356,10 @@ Parsed<ForwardConfig> ParseForward(const std::vector<std::string>& args) {
       {"--ca-file", true, Text(f.transport.ca_file)},
       {"--connect-timeout", true, PositiveDuration(connect_timeout)},
       {"--read-timeout", true, PositiveDuration(timeout)},
+      // @ref LLP 0023#deadlines
+      {"--min-throughput", true, PositiveSize(min_throughput)},
+      {"--response-timeout", true, PositiveDuration(f.transport.response_timeout)},
+      {"--max-split-requests", true, Count(f.max_split_requests, 1)},
       {"--log-json", false, Set(log_json)},
       {"--progress", false, Set(progress)},
       {"--log-file", true, Path(log_file)},
@@ -414,6 +422,7 @@ Parsed<ForwardConfig> ParseForward(const std::vector<std::string>& args) {
   f.transport.read_timeout = timeout;
   f.transport.write_timeout = timeout;
   f.transport.connect_timeout = connect_timeout;
+  f.transport.min_throughput_bytes_per_s = min_throughput;
   d.tick_pauses.front() = poll;
 
   if (const fwdsink::Status e = fwdsink::Validate(d); !e.ok()) {
@@ -562,8 +571,10 @@ chunk). Durations are seconds unless suffixed: 250ms, 1.5s, 5m, 1h.
   --url URL              ingest endpoint, http:// or https:// (required)
   --once                 one pass over the ready partitions, then exit:
                            0  everything delivered
-                           65 some rows went to dead letters (wins over 75)
-                           75 something was left for a later run (respooled, errors)
+                           65 some rows went to dead letters, or entries of ready/
+                              went to quarantine/ (wins over 75)
+                           75 something was left for a later run (respooled, errors),
+                              or another fwdsink holds the spool's lock
                            77 the server refused the token after a refresh
                            78 the server refuses our configuration (unknown table,
                               setting or encoding, credentials), or every request
@@ -602,6 +613,12 @@ chunk). Durations are seconds unless suffixed: 250ms, 1.5s, 5m, 1h.
                          ClickHouse's exception codes)
   --retry-status LIST    statuses retried in place besides 429/503
                          (default 408,425,5xx; e.g. 408,425,500,502,504)
+  --min-throughput N     slowest transfer accepted, bytes/s (default 32k): a request
+                           of B bytes gets B/N s to go out, whatever trickles
+  --response-timeout S   response headers due this long after the upload allowance
+                           (default 30); every request deadline is also capped by
+                           what is left of the inline budget
+  --max-split-requests N requests one partition's bisection may spend (default 256)
   --log-json             JSON log lines on stderr even on a terminal
   --progress             progress line on stderr even when not a terminal
   --log-file F           also append the JSON log lines to F

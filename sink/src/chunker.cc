@@ -69,6 +69,7 @@ Chunker Chunker::Open(const std::filesystem::path& path, std::uint64_t begin,
   }
   c.file_ = std::make_unique<internal::FileReader>(std::move(file).value());
   c.file_size_ = info->size;
+  c.file_mtime_ns_ = info->mtime_ns;
   if (begin > c.file_size_) {
     c.Fail(ChunkerError::kBadOffset, begin,
            "begin offset is past the end of the file (size " + std::to_string(c.file_size_) + ")");
@@ -97,6 +98,7 @@ Chunker& Chunker::operator=(Chunker&& other) noexcept {
     chunk_limit_ = other.chunk_limit_;
     file_ = std::move(other.file_);
     file_size_ = other.file_size_;
+    file_mtime_ns_ = other.file_mtime_ns_;
     offset_ = other.offset_;
     buf_ = std::move(other.buf_);
     buf_len_ = std::exchange(other.buf_len_, 0);

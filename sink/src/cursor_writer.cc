@@ -5,6 +5,12 @@
 namespace fwdsink {
 
 bool CursorWriter::Submit(const std::string& name, std::uint64_t offset) {
+  // One save in flight at most: the previous one (which overlapped the request of the
+  // chunk just acknowledged) lands first. So the disk lags by two acknowledged chunks
+  // at most, whatever the disk's speed, and a crash re-sends at most two chunks with
+  // the same keys. Coalescing queued saves instead let a slow disk fall behind without
+  // bound. @ref LLP 0023#crash-bound
+  worker_.WaitIdle();
   {
     std::lock_guard lock(mu_);
     if (!error_.ok()) return false;

@@ -13,9 +13,9 @@ namespace fwdsink {
 // Saves cursors on a worker thread, so the temp-write/fsync/rename/fsync of chunk N's
 // cursor overlaps the request for chunk N+1 instead of adding to it. The cursor on
 // disk is never ahead of what the server acknowledged (or what went durably to dead
-// letters); it may lag by the one save in flight, which a crash turns into one more
-// re-sent chunk under the same key. It is the only route by which the driver moves a
-// cursor forward while forwarding. @ref LLP 0021#async-cursor
+// letters); it lags by the one save in flight at most, which a crash turns into one
+// more re-sent chunk under the same key (two in all). @ref LLP 0023#crash-bound It is the only
+// route by which the driver moves a cursor forward while forwarding. @ref LLP 0021#async-cursor
 //
 // Threads: Submit(), WaitIdle() and Flush() are called by the driver thread; the spool
 // is touched by the worker only between a Submit() and the WaitIdle()/Flush() that
@@ -28,9 +28,9 @@ class CursorWriter {
   CursorWriter(const CursorWriter&) = delete;
   CursorWriter& operator=(const CursorWriter&) = delete;
 
-  // Queues `offset` as partition `name`'s cursor; a later Submit for the same
-  // partition replaces a queued one (only the newest matters). Returns false if an
-  // earlier save failed: the caller must stop sending (the error is kept for Flush).
+  // Waits for the save in flight (if any) to land, then queues `offset` as partition
+  // `name`'s cursor. Returns false if an earlier save failed: the caller must stop
+  // sending (the error is kept for Flush).
   [[nodiscard]] bool Submit(const std::string& name, std::uint64_t offset);
   // Waits until every submitted cursor is on disk (or failed), keeping any error.
   void WaitIdle() { worker_.WaitIdle(); }

@@ -14,6 +14,7 @@
 #include "fwdsink/time_format.h"
 #include "json_writer.h"
 #include "spool_io.h"
+#include "spool_records.h"
 
 namespace fwdsink {
 namespace fs = std::filesystem;
@@ -232,6 +233,10 @@ Result<std::uint64_t> CountRowsInFile(const internal::FileReader& file, std::uin
 }
 
 }  // namespace
+
+Status internal::ParseDeadRecord(std::string_view text, DeadEntry& out) {
+  return ParseRecord(text, out);
+}
 
 std::string_view to_string(DeadKind kind) noexcept {
   switch (kind) {

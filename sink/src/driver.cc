@@ -1,6 +1,7 @@
 #include "fwdsink/driver.h"
 
 #include <atomic>
+#include <set>
 
 #include "cursor_writer.h"
 #include "default_random.h"
@@ -64,8 +65,9 @@ Status Validate(const DriverOptions& o) {
 // Everything the driver keeps; the public class is its handle. Tick() and what it
 // calls run on the driver thread.
 struct Driver::Impl {
-  Impl(DriverOptions o, ForwardDeps d, Spool s, std::unique_ptr<ForwardSink> f)
-      : options(std::move(o)),
+  Impl(SpoolLock l, DriverOptions o, ForwardDeps d, Spool s, std::unique_ptr<ForwardSink> f)
+      : lock(std::move(l)),
+        options(std::move(o)),
         deps(std::move(d)),
         spool(std::move(s)),
         sink(std::move(f)),
@@ -78,7 +80,7 @@ struct Driver::Impl {
   void ForwardOne(const ReadyPartition& p, TickReport& report, bool& stop_tick);
   void ReportPermanentError(TickReport& report);
   bool DeadLetter(const ReadyPartition& p, const PoisonedChunk& chunk, TickReport& report);
-  void Delivered(const ReadyPartition& p, TickReport& report);
+  void Delivered(const ReadyPartition& p, const ForwardResult& r, TickReport& report);
   void Torn(const ReadyPartition& p, const ForwardResult& r, TickReport& report);
   // Records a failure and gives the partition up whole past the horizon.
   void Failed(const ReadyPartition& p, std::uint64_t resume, const ForwardResult& r,
@@ -86,7 +88,12 @@ struct Driver::Impl {
   void SpoolError(std::string_view partition, std::string_view reason, std::string message,
                   TickReport* report);
   void Emit(Event e) const;
+  // Hardening (@ref LLP 0023): folders back, refused entries aside, changed files kept.
+  void RepairFolders(TickReport& report);
+  void QuarantineRefused(const std::vector<RefusedEntry>& refused, TickReport& report);
+  bool HandOverChanged(const ReadyPartition& p, const ForwardResult& r, TickReport& report);
 
+  SpoolLock lock;  // first: held for the driver's whole life
   const DriverOptions options;
   ForwardDeps deps;
   Spool spool;  // driver thread, and cursors' worker between a Submit and the next wait
@@ -97,12 +104,15 @@ struct Driver::Impl {
   DriverCounters counters;
   std::atomic<bool> ticking{false};  // inside Tick(): spool() is off limits
   PermanentErrorWatch pass_errors;   // driver thread only; reset per tick
+  std::set<std::string> unmovable;   // refused entries reported already (driver thread)
 };
 
 Result<std::unique_ptr<Driver>> Driver::Create(DriverOptions options, ForwardDeps deps) {
   if (Status e = Validate(options); !e.ok()) return e;
   auto spool = Spool::Open(options.spool_dir);
   if (!spool) return spool.status().WithFieldPrefix("spool_dir");
+  auto lock = SpoolLock::Acquire(options.spool_dir);
+  if (!lock) return Status(lock.status().code(), lock.status().message(), "spool_dir");
   if (!deps.time) deps.time = &RealTimeSource();
   if (!deps.sleeper) deps.sleeper = &RealSleeper();
   if (!deps.gate) deps.gate = std::make_shared<EndpointGate>();
@@ -110,7 +120,7 @@ Result<std::unique_ptr<Driver>> Driver::Create(DriverOptions options, ForwardDep
   auto sink = ForwardSink::Create(options.forward, deps);
   if (!sink.ok()) return sink.status().WithFieldPrefix("forward");
   return std::unique_ptr<Driver>(new Driver(std::make_unique<Impl>(
-      std::move(options), std::move(deps), std::move(*spool), std::move(*sink))));
+      std::move(*lock), std::move(options), std::move(deps), std::move(*spool), std::move(*sink))));
 }
 
 Driver::Driver(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -153,7 +163,9 @@ void Driver::Impl::Run() {
   while (!stop.stop_requested()) {
     const TickReport r = Tick();
     if (r.aborted) break;
-    overload.Record(r.throttled || r.respooled > 0, r.chunks_acked > 0);
+    // Every failure path backs off, not only 429/503: a cursor that cannot be saved, a
+    // spool error, an auth failure. @ref LLP 0023#backoff-everywhere
+    overload.Record(r.throttled || r.respooled > 0 || r.errors > 0, r.chunks_acked > 0);
     counters.overload_level.store(overload.level(), std::memory_order_relaxed);
     // A tick that delivered everything and found more work goes again at once; a
     // throttled or idle one pauses per the overload level.
@@ -174,13 +186,15 @@ TickReport Driver::Impl::Tick() {
   } done{ticking};
   TickReport report;
   counters.ticks.fetch_add(1, std::memory_order_relaxed);
-  auto ready = spool.ListReady();
-  if (!ready) {
-    SpoolError({}, "list_ready", ready.status().message(), &report);
+  RepairFolders(report);
+  auto scan = spool.ScanReady();
+  if (!scan) {
+    SpoolError({}, "list_ready", scan.status().message(), &report);
     return report;
   }
   pass_errors = {};
-  for (const ReadyPartition& p : *ready) {
+  QuarantineRefused(scan->refused, report);
+  for (const ReadyPartition& p : scan->ready) {
     if (stop.stop_requested()) {
       report.aborted = true;
       break;
@@ -247,8 +261,12 @@ void Driver::Impl::ForwardOne(const ReadyPartition& p, TickReport& report, bool&
   const ForwardResult r = sink->ForwardPartition(p.name, p.path, *offset, on_ack, on_poison);
   if (const Status saved = cursors.Flush(); !saved.ok()) {
     // The sink already stopped (Submit refused the next ack); the partition stays
-    // where its last saved cursor says, and is re-sent from there next tick.
+    // where its last saved cursor says, and is re-sent from there next tick — after
+    // the overload pause the error raises. The tick stops: the disk is the same for
+    // every partition. @ref LLP 0023#backoff-everywhere
+    counters.cursor_save_failures.fetch_add(1, std::memory_order_relaxed);
     SpoolError(p.name, "cursor_save", saved.message(), &report);
+    stop_tick = true;
     return;
   }
   pass_errors.Note(r);
@@ -257,7 +275,7 @@ void Driver::Impl::ForwardOne(const ReadyPartition& p, TickReport& report, bool&
   report.bytes_acked += r.bytes_acked;
   report.throttled = report.throttled || r.throttled;
   switch (r.outcome) {
-    case Outcome::kDelivered: return Delivered(p, report);
+    case Outcome::kDelivered: return Delivered(p, r, report);
     case Outcome::kPoisoned: return;  // DeadLetter() could not write it, and said so
     case Outcome::kAborted:
       report.aborted = true;
@@ -267,15 +285,20 @@ void Driver::Impl::ForwardOne(const ReadyPartition& p, TickReport& report, bool&
       report.respooled += 1;
       counters.respools.fetch_add(1, std::memory_order_relaxed);
       if (r.chunks_acked > 0) (void)spool.ClearFailures(p.name);
+      // A request the server refuses is not the data's fault: no horizon. @ref LLP 0023
+      if (r.respool_reason == RespoolReason::kRequestRefused) return;
       return Failed(p, r.resume_offset, r, report);
     case Outcome::kPartitionError: return Torn(p, r, report);
     case Outcome::kAuthError:
     case Outcome::kTlsError:
     case Outcome::kConfigError:
       // Endpoint-wide: every other partition would fail the same way. Stop the tick.
+      // A credential or configuration outage is not the data's fault: no failure is
+      // recorded, so the horizon never moves good rows to dead/; the error raises the
+      // overload level instead. @ref LLP 0023#backoff-everywhere
       report.errors += 1;
       report.last_error = r.outcome;
-      Failed(p, r.resume_offset, r, report);
+      counters.auth_failures.fetch_add(1, std::memory_order_relaxed);
       stop_tick = true;
       return;
   }
@@ -305,7 +328,8 @@ bool Driver::Impl::DeadLetter(const ReadyPartition& p, const PoisonedChunk& c, T
   return true;
 }
 
-void Driver::Impl::Delivered(const ReadyPartition& p, TickReport& report) {
+void Driver::Impl::Delivered(const ReadyPartition& p, const ForwardResult& r, TickReport& report) {
+  if (HandOverChanged(p, r, report)) return;
   if (const Status s = spool.MarkDelivered(p.name); !s.ok()) {
     SpoolError(p.name, "mark_delivered", s.message(), nullptr);
   }
@@ -350,6 +374,77 @@ void Driver::Impl::Failed(const ReadyPartition& p, std::uint64_t resume, const F
             .message = "failing for longer than the horizon; moved to dead letters whole"});
     }
   }
+}
+
+}  // namespace fwdsink
+
+namespace fwdsink {
+
+void Driver::Impl::RepairFolders(TickReport& report) {
+  auto made = spool.EnsureFolders();
+  if (!made) return SpoolError({}, "repair", made.status().message(), &report);
+  for (const auto& folder : *made) {
+    counters.spool_repairs.fetch_add(1, std::memory_order_relaxed);
+    Emit({.name = events::kDriverSpoolRepaired,
+          .reason = "folder_missing",
+          .message = "spool folder " + folder.string() + " had vanished; recreated"});
+  }
+}
+
+// Symlinks, hard links, FIFOs, devices and bad names are never sent: each is moved
+// to quarantine/ and reported once. @ref LLP 0023#spool
+void Driver::Impl::QuarantineRefused(const std::vector<RefusedEntry>& refused, TickReport& report) {
+  for (const RefusedEntry& e : refused) {
+    // The name is not ours to trust: shown through the JSON writer (invalid UTF-8
+    // replaced), never used as a partition name.
+    auto moved = spool.Quarantine(e);
+    if (!moved) {
+      report.errors += 1;  // it is still there: the pass is not clean
+      if (!unmovable.insert(e.file).second) continue;
+      SpoolError({}, "quarantine",
+                 "ready/" + e.file + ": " + e.detail + "; " + moved.status().message(), nullptr);
+      continue;
+    }
+    report.quarantined += 1;
+    counters.quarantined.fetch_add(1, std::memory_order_relaxed);
+    Emit({.name = events::kDriverQuarantine,
+          .reason = e.reason,
+          .message = "ready/" + e.file + ": " + e.detail + "; moved to " + moved->string()});
+  }
+}
+
+// Before a delivered partition is removed: is it still the file that was sent? A file
+// that grew keeps its new rows (the cursor goes to what was sent, the next tick sends
+// the rest); one rewritten in place goes to quarantine/. Never unlinks unsent rows.
+// @ref LLP 0023#handover
+bool Driver::Impl::HandOverChanged(const ReadyPartition& p, const ForwardResult& r,
+                                   TickReport& report) {
+  auto now = spool.PartitionState(p.name);
+  if (!now) return false;  // gone or unreadable: MarkDelivered reports it
+  if (now->size == r.file_size && now->mtime_ns == r.file_mtime_ns) return false;
+  counters.handover_changed.fetch_add(1, std::memory_order_relaxed);
+  const bool grew = now->size > r.file_size;
+  std::string message = "partition changed after hand-over (" + std::to_string(r.file_size) +
+                        " bytes sent, " + std::to_string(now->size) + " now)";
+  if (grew) {
+    if (Status s = spool.SaveCursor(p.name, r.resume_offset); !s.ok()) {
+      SpoolError(p.name, "cursor_save", s.message(), &report);
+      return true;
+    }
+    message += "; kept, the rest is sent next";
+    report.respooled += 1;
+  } else {
+    auto moved = spool.Quarantine({p.name + ".ndjson", "changed", message});
+    message += moved ? "; moved to " + moved->string() : "; kept: " + moved.status().message();
+    report.quarantined += 1;
+  }
+  Emit({.name = events::kDriverHandoverChanged,
+        .partition = p.name,
+        .reason = grew ? "grew" : "changed",
+        .begin = r.file_size,
+        .end = now->size,
+        .message = std::move(message)});
+  return true;
 }
 
 }  // namespace fwdsink

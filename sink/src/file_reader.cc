@@ -51,7 +51,9 @@ Status IoError(std::string_view what, const fs::path& path, int err) {
 }
 
 Result<FileReader> FileReader::Open(fs::path path, PreadFn pread_fn) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // @ref LLP 0023#spool: a symlink planted in the spool is refused (ELOOP), and a FIFO
+  // does not hang the sender waiting for a writer.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK);
   if (fd < 0) {
     const int err = errno;
     if (err == ENOENT) return Status(StatusCode::kNotFound, "no such file " + path.string());
@@ -63,7 +65,10 @@ Result<FileReader> FileReader::Open(fs::path path, PreadFn pread_fn) {
 Result<FileInfo> FileReader::Stat() const {
   struct stat st {};
   if (::fstat(fd_.get(), &st) != 0) return IoError("cannot stat", path_, errno);
-  return FileInfo{static_cast<std::uint64_t>(st.st_size), S_ISREG(st.st_mode)};
+  return FileInfo{
+      static_cast<std::uint64_t>(st.st_size), S_ISREG(st.st_mode),
+      static_cast<std::uint64_t>(st.st_nlink),
+      static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
 }
 
 Result<std::size_t> FileReader::ReadAt(std::uint64_t offset, char* dst, std::size_t n) const {

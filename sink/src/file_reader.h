@@ -52,7 +52,9 @@ using PreadFn = ssize_t (*)(int fd, void* buf, std::size_t count, off_t offset);
 // Metadata of an open file, from fstat(2).
 struct FileInfo {
   std::uint64_t size = 0;
-  bool regular = false;  // a regular file (not a folder, FIFO, device)
+  bool regular = false;       // a regular file (not a folder, FIFO, device)
+  std::uint64_t links = 1;    // hard links to it
+  std::int64_t mtime_ns = 0;  // last modification, ns since the epoch
 };
 
 // A file opened read-only for positional reads. Errors name the path. Reads do not
@@ -60,7 +62,8 @@ struct FileInfo {
 // moving or destroying it needs the one owner.
 class FileReader {
  public:
-  // Opens `path` read-only. kNotFound "no such file <path>" when it does not exist,
+  // Opens `path` read-only, never through a symlink (O_NOFOLLOW) and without blocking
+  // on a FIFO (O_NONBLOCK). kNotFound "no such file <path>" when it does not exist,
   // kIo "cannot open <path>: <reason>" otherwise. `pread_fn` is for tests.
   [[nodiscard]] static Result<FileReader> Open(std::filesystem::path path,
                                                PreadFn pread_fn = ::pread);

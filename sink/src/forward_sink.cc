@@ -4,11 +4,13 @@
 #include <cctype>
 #include <cmath>
 #include <mutex>
+#include <nlohmann/json.hpp>
 #include <stop_token>
 
 #include "chunk_source.h"
 #include "default_random.h"
 #include "fwdsink/check.h"
+#include "fwdsink/http_header.h"
 #include "saturating.h"
 #include "single_slot_worker.h"
 #include "verdict.h"
@@ -63,6 +65,7 @@ std::string_view to_string(RespoolReason r) {
     case RespoolReason::kServerError: return "server_error";
     case RespoolReason::kClientError: return "client_error";
     case RespoolReason::kCursorNotSaved: return "cursor_not_saved";
+    case RespoolReason::kRequestRefused: return "request_refused";
   }
   return "unknown";
 }
@@ -163,10 +166,17 @@ Status Validate(const ForwardOptions& o) {
   if (o.transport.write_timeout <= milliseconds::zero()) {
     return Status::Config("transport.write_timeout", "must be positive");
   }
+  if (o.transport.min_throughput_bytes_per_s == 0) {
+    return Status::Config("transport.min_throughput_bytes_per_s", "must be positive");
+  }
+  if (o.transport.response_timeout <= milliseconds::zero()) {
+    return Status::Config("transport.response_timeout", "must be positive");
+  }
   if (o.transport.body_prefix_bytes < 256) {
     return Status::Config("transport.body_prefix_bytes", "must be at least 256");
   }
   if (o.label.empty()) return Status::Config("label", "must not be empty");
+  if (o.max_split_requests == 0) return Status::Config("max_split_requests", "must be positive");
   return OkStatus();
 }
 
@@ -233,6 +243,8 @@ class ForwardSink::Call {
     ChunkSource source(path, begin, options_.chunker, sink_.encoder, sink_.buffers,
                        sink_.read_ahead);
     file_size_ = source.file_size();
+    result_.file_size = file_size_;
+    result_.file_mtime_ns = source.chunker().file_mtime_ns();
     for (;;) {
       const SourceStatus next = source.Next();
       if (next == SourceStatus::kEnd) {
@@ -335,6 +347,7 @@ class ForwardSink::Call {
     const Chunk& c = source.chunk();
     Sending sending{.key = KeyOf(partition_, c), .first = time_.MonotonicNow()};
     if (sink_.deps.tokens && !sink_.token) sink_.token = sink_.deps.tokens(false);
+    if (!TokenIsSafe(sending)) return ChunkEnd::kStop;
     HeaderList headers = Headers(sending.key);
     for (;;) {
       if (stop_.stop_requested()) return Aborted();
@@ -355,6 +368,7 @@ class ForwardSink::Call {
       }
       if (verdict.action == Action::kRefreshToken) {
         if (RefreshToken(verdict, sending)) {
+          if (!TokenIsSafe(sending)) return ChunkEnd::kStop;
           headers = Headers(sending.key);
           continue;  // not a backoff attempt: re-send at once
         }
@@ -365,10 +379,28 @@ class ForwardSink::Call {
     }
   }
 
+  // A token with CR, LF, NUL or another control byte would inject headers: it is a
+  // configuration error, and nothing is sent with it. @ref LLP 0023#header-safety
+  bool TokenIsSafe(const Sending& sending) {
+    if (!sink_.token) return true;
+    const Status bad = ValidateHeaderValue("Bearer " + *sink_.token, "token provider");
+    if (bad.ok()) return true;
+    sink_.token.reset();  // ask again next time: the file may have been fixed
+    result_.outcome = Outcome::kAuthError;
+    result_.reason = "bad_token_value";
+    result_.message = bad.message() + "; nothing sent";
+    Emit({.name = events::kForwardAuthFailed,
+          .key = sending.key,
+          .reason = result_.reason,
+          .message = result_.message});
+    return false;
+  }
+
   // Posts the chunk once and describes what came back for Classify().
   Attempt Send(const HeaderList& headers, ChunkSource& source, const Sending& sending) {
     const Chunk& c = source.chunk();
     std::string& wire = source.wire();
+    NoteSplitRequest(c);
     sink_.SetState({.phase = State::Phase::kSending, .partition = partition_});
     Add(counters_.chunks_sent);
     Add(counters_.rows_sent, c.rows);
@@ -378,7 +410,10 @@ class ForwardSink::Call {
         options_.idempotency_query_param.empty()
             ? std::string()
             : options_.idempotency_query_param + "=" + PercentEncode(sending.key);
-    last_ = sink_.transport->Post(headers, wire, query);
+    // The request may take what is left of the inline budget, no more. @ref LLP 0023#deadlines
+    const auto left =
+        options_.backpressure.inline_budget - Since(sending.first, time_.MonotonicNow());
+    last_ = sink_.transport->Post(headers, wire, query, PostLimits{.time_left = left});
     Attempt a{.error = last_.error,
               .error_message = last_.message,
               .status = last_.response.status,
@@ -392,7 +427,37 @@ class ForwardSink::Call {
     if (last_.response.clickhouse_exception_code) {
       a.clickhouse_exception_code = *last_.response.clickhouse_exception_code;
     }
+    DescribeRefusedRow(a, c);
     return a;
+  }
+
+  // ---- Split bookkeeping: which refused chunk the current bisection started from,
+  // whether the server took any part of it, and how many requests bisection spent.
+  // @ref LLP 0023#request-level-refusals
+
+  // Counts a request made inside a bisection; notices when the bisection is over.
+  void NoteSplitRequest(const Chunk& c) {
+    if (split_.active && c.begin >= split_.end) split_ = {};
+    if (split_.active) ++split_requests_;
+  }
+
+  // Starts a bisection at `c` unless one covering it runs already.
+  void NoteSplit(const Chunk& c) {
+    if (split_.active) return;
+    split_ = {.active = true, .end = c.end, .acked = false};
+    ++split_requests_;  // the refused request itself
+  }
+
+  void NoteAcked(const Chunk& c) {
+    if (split_.active && c.end <= split_.end) split_.acked = true;
+  }
+
+  // Adds the facts Classify() needs about a refused single row.
+  void DescribeRefusedRow(Attempt& a, const Chunk& c) const {
+    if (a.error != TransportError::kNone || c.rows != 1) return;
+    if (a.status != 400 && a.status != 422) return;
+    a.row_is_json = nlohmann::json::accept(c.body);
+    a.split_tree_acked = split_.active && split_.acked;
   }
 
   // Counts what came back, whatever is done about it next.
@@ -612,6 +677,13 @@ class ForwardSink::Call {
     switch (v.action) {
       case Action::kAcknowledge: return Acked(c, v.duplicate) ? ChunkEnd::kNext : ChunkEnd::kStop;
       case Action::kSplit:
+        if (split_requests_ >= options_.max_split_requests) {
+          return RequestRefused(v, c, sending,
+                                "bisection spent its " +
+                                    std::to_string(options_.max_split_requests) +
+                                    " requests without isolating a row");
+        }
+        NoteSplit(c);
         Add(counters_.splits);
         Emit({.name = events::kForwardSplit,
               .key = sending.key,
@@ -623,7 +695,11 @@ class ForwardSink::Call {
         source.SplitCurrent();
         return ChunkEnd::kNext;
       case Action::kPoison: return Poisoned(v, c, sending);
-      case Action::kRespool: return RespoolClientError(v, sending);
+      case Action::kRespool:
+        if (v.respool_reason == RespoolReason::kRequestRefused) {
+          return RequestRefused(v, c, sending, v.message);
+        }
+        return RespoolClientError(v, sending);
       case Action::kStop: return Stopped(v, sending);
       case Action::kRetryInPlace:
       case Action::kRefreshToken: break;  // handled by the send loop; never concluded here
@@ -634,6 +710,7 @@ class ForwardSink::Call {
 
   // Counts an acknowledged chunk and hands its cursor to the ack callback.
   bool Acked(const Chunk& c, bool duplicate) {
+    NoteAcked(c);
     Add(counters_.chunks_acked);
     Add(counters_.rows_acked, c.rows);
     Add(counters_.bytes_acked, c.body.size());
@@ -713,6 +790,35 @@ class ForwardSink::Call {
     return ChunkEnd::kStop;
   }
 
+  // The server refuses the request, not the data: respool (the driver backs off), an
+  // error event naming the status and the server's reason, nothing dead-lettered.
+  ChunkEnd RequestRefused(const Verdict& v, const Chunk& c, const Sending& sending,
+                          const std::string& why) {
+    Add(counters_.request_refusals);
+    Add(counters_.respools);
+    result_.outcome = Outcome::kRespooled;
+    result_.respool_reason = RespoolReason::kRequestRefused;
+    result_.status = v.status;
+    result_.reason = v.reason.empty() ? "http_" + std::to_string(v.status) : v.reason;
+    result_.message = "HTTP " + std::to_string(v.status) + " (" + result_.reason + ") for " +
+                      sending.key + ": " + why + "; partition kept, resume at " +
+                      std::to_string(result_.resume_offset);
+    Emit({.name = events::kForwardRequestRefused,
+          .key = sending.key,
+          .status = v.status,
+          .reason = result_.reason,
+          .begin = c.begin,
+          .end = c.end,
+          .message = result_.message});
+    Emit({.name = events::kForwardRespool,
+          .key = sending.key,
+          .status = v.status,
+          .reason = "request_refused",
+          .end = result_.resume_offset,
+          .message = result_.message});
+    return ChunkEnd::kStop;
+  }
+
   ChunkEnd Stopped(const Verdict& v, const Sending& sending) {
     switch (v.stop) {
       case StopCause::kAborted: return Aborted();
@@ -777,6 +883,12 @@ class ForwardSink::Call {
   TransportResult last_;              // the last attempt's response; Attempt views into it
   std::uint64_t file_size_ = 0;       // of the partition, when opened
   std::uint64_t reported_bytes_ = 0;  // the pacing rate last reported in an event
+  struct SplitTree {
+    bool active = false;    // a bisection is under way
+    std::uint64_t end = 0;  // end of the refused chunk it started from
+    bool acked = false;     // the server accepted some part of it
+  } split_;
+  std::uint64_t split_requests_ = 0;  // requests spent bisecting, this call
 };
 
 Result<std::unique_ptr<ForwardSink>> ForwardSink::Create(ForwardOptions options, ForwardDeps deps) {

@@ -1,14 +1,22 @@
 #include "fwdsink/spool.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
 #include <charconv>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 #include <system_error>
+#include <utility>
 
 #include "file_reader.h"
 #include "spool_io.h"
+#include "spool_records.h"
 
 namespace fwdsink {
 namespace fs = std::filesystem;
@@ -133,6 +141,10 @@ Status CheckOffsetAgainst(const fs::path& partition, std::uint64_t offset) {
 
 }  // namespace
 
+Status internal::ParseCursorRecord(std::string_view text, CursorState& out) {
+  return fwdsink::ParseCursorRecord(text, out);
+}
+
 std::string_view to_string(CursorStatus status) noexcept {
   switch (status) {
     case CursorStatus::kMissing: return "missing";
@@ -189,26 +201,165 @@ fs::path Spool::CursorPath(std::string_view name) const {
 }
 
 Result<std::vector<ReadyPartition>> Spool::ListReady() const {
-  std::vector<ReadyPartition> out;
+  Result<ReadyScan> scan = ScanReady();
+  if (!scan.ok()) return std::move(scan).status();
+  return std::move(scan->ready);
+}
+
+namespace {
+
+// What ready/<file> is, looked at without following a symlink: a partition to send
+// (nullopt), or why not. Dotfiles and vanished entries are skipped (`skip`).
+std::optional<RefusedEntry> Examine(const fs::directory_entry& entry, const std::string& file,
+                                    std::uint64_t& size, bool& skip) {
+  skip = false;
+  if (file.starts_with(".")) {  // our own temp files, and "." / ".."
+    skip = true;
+    return std::nullopt;
+  }
+  struct stat st {};
+  if (::lstat(entry.path().c_str(), &st) != 0) {
+    skip = true;  // vanished between listing and stat: not ready any more
+    return std::nullopt;
+  }
+  auto refuse = [&](std::string reason, std::string detail) {
+    return RefusedEntry{file, std::move(reason), std::move(detail)};
+  };
+  if (file.size() <= kPartitionExt.size() || !file.ends_with(kPartitionExt)) {
+    return refuse("bad_name", "not a <name>.ndjson partition");
+  }
+  const std::string name = file.substr(0, file.size() - kPartitionExt.size());
+  if (Status bad = ValidatePartitionName(name); !bad.ok()) return refuse("bad_name", bad.message());
+  if (S_ISLNK(st.st_mode)) return refuse("symlink", "a symlink (never followed)");
+  if (!S_ISREG(st.st_mode)) return refuse("not_regular", "not a regular file");
+  if (st.st_nlink != 1) {
+    return refuse("hard_link", "a file with " + std::to_string(st.st_nlink) +
+                                   " hard links (each name would be sent)");
+  }
+  size = static_cast<std::uint64_t>(st.st_size);
+  return std::nullopt;
+}
+
+}  // namespace
+
+// @ref LLP 0023#spool
+Result<ReadyScan> Spool::ScanReady() const {
+  ReadyScan out;
   std::error_code ec;
   fs::directory_iterator it(ready_dir(), ec);
   if (ec) return spool_io::IoError("cannot list", ready_dir(), ec);
   for (const fs::directory_iterator end; it != end; it.increment(ec)) {
     if (ec) return spool_io::IoError("cannot list", ready_dir(), ec);
     const std::string file = it->path().filename().string();
-    if (file.size() <= kPartitionExt.size() || !file.ends_with(kPartitionExt)) continue;
+    std::uint64_t size = 0;
+    bool skip = false;
+    std::optional<RefusedEntry> refused = Examine(*it, file, size, skip);
+    if (skip) continue;
+    if (refused) {
+      out.refused.push_back(std::move(*refused));
+      continue;
+    }
     std::string name = file.substr(0, file.size() - kPartitionExt.size());
-    if (!ValidatePartitionName(name).ok()) continue;
-    std::error_code fec;
-    if (!it->is_regular_file(fec) || fec) continue;
-    const std::uintmax_t size = it->file_size(fec);
-    if (fec) continue;  // vanished between listing and stat: not ready any more
-    out.push_back(ReadyPartition{std::move(name), it->path(), size});
+    out.ready.push_back(ReadyPartition{std::move(name), it->path(), size});
   }
   if (ec) return spool_io::IoError("cannot list", ready_dir(), ec);
-  std::sort(out.begin(), out.end(),
+  std::sort(out.ready.begin(), out.ready.end(),
             [](const ReadyPartition& a, const ReadyPartition& b) { return a.name < b.name; });
   return out;
+}
+
+Result<fs::path> Spool::Quarantine(const RefusedEntry& entry) const {
+  std::error_code ec;
+  fs::create_directories(quarantine_dir(), ec);
+  if (ec) return spool_io::IoError("cannot create spool folder", quarantine_dir(), ec);
+  const fs::path from = ready_dir() / entry.file;
+  // A name too long to take a suffix keeps a short, safe one instead.
+  const std::string base = entry.file.size() > 200 ? "entry" : entry.file;
+  for (int n = 0; n < 1000; ++n) {
+    const fs::path to = quarantine_dir() / (n == 0 ? base : base + "." + std::to_string(n));
+    // renameat2(RENAME_NOREPLACE) semantics by hand: never overwrite an earlier one.
+    if (::faccessat(AT_FDCWD, to.c_str(), F_OK, AT_SYMLINK_NOFOLLOW) == 0) continue;
+    if (::rename(from.c_str(), to.c_str()) != 0) {
+      return spool_io::IoError("cannot move to quarantine", from, errno);
+    }
+    (void)spool_io::FsyncDir(ready_dir());
+    (void)spool_io::FsyncDir(quarantine_dir());
+    return to;
+  }
+  return Status(StatusCode::kIo, "quarantine is full of copies of " + base);
+}
+
+Result<Spool::FileState> Spool::PartitionState(std::string_view name) const {
+  if (Status st = ValidatePartitionName(name); !st.ok()) return st;
+  const fs::path path = PartitionPath(name);
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return Status(StatusCode::kNotFound, "no partition " + path.string());
+    return spool_io::IoError("cannot stat", path, errno);
+  }
+  return FileState{
+      static_cast<std::uint64_t>(st.st_size),
+      static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
+}
+
+Result<std::vector<fs::path>> Spool::EnsureFolders() const {
+  std::vector<fs::path> made;
+  for (const fs::path& sub : {dir_, ready_dir(), state_dir(), dead_dir(), incoming_dir()}) {
+    std::error_code ec;
+    // Only what has vanished is recreated; something else in the way is a spool
+    // error that the operation needing the folder reports.
+    if (fs::exists(fs::symlink_status(sub, ec))) continue;
+    if (!fs::create_directories(sub, ec) && ec) {
+      return spool_io::IoError("cannot create spool folder", sub, ec);
+    }
+    if (!fs::is_directory(sub, ec)) {
+      return Status(StatusCode::kIo, "spool path " + sub.string() + " is not a folder");
+    }
+    made.push_back(sub);
+  }
+  return made;
+}
+
+Result<SpoolLock> SpoolLock::Acquire(const fs::path& spool_dir) {
+  const fs::path path = spool_dir / "lock";
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) return spool_io::IoError("cannot open the spool lock", path, errno);
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    char buf[32] = {};
+    const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+    ::close(fd);
+    if (err != EWOULDBLOCK) return spool_io::IoError("cannot lock", path, err);
+    std::string holder(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
+    while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
+    return Status(StatusCode::kBusy, "spool " + spool_dir.string() +
+                                         " is locked by another fwdsink (pid " +
+                                         (holder.empty() ? std::string("unknown") : holder) +
+                                         ", lock file " + path.string() + ")");
+  }
+  const std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) < 0) {
+    const int err = errno;
+    ::close(fd);
+    return spool_io::IoError("cannot write the spool lock", path, err);
+  }
+  return SpoolLock(fd);
+}
+
+SpoolLock::SpoolLock(SpoolLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+
+SpoolLock& SpoolLock::operator=(SpoolLock&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+  }
+  return *this;
+}
+
+// Closing the descriptor releases the flock; the file stays (removing it would race
+// with a daemon that just opened it).
+SpoolLock::~SpoolLock() {
+  if (fd_ >= 0) ::close(fd_);
 }
 
 CursorState Spool::LoadCursor(std::string_view name) const {

@@ -6,11 +6,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <ctime>
+#include <limits>
 #include <utility>
 
 namespace fwdsink::spool_io {
@@ -176,9 +178,16 @@ std::int64_t ToUnixMs(std::chrono::system_clock::time_point t) noexcept {
 }
 
 std::chrono::system_clock::time_point FromUnixMs(std::int64_t ms) noexcept {
+  // A record is not ours to trust: a millisecond count past what the clock's duration
+  // holds (±292 years in nanoseconds) saturates instead of overflowing (found by the
+  // cursor_record fuzz target, LLP 0023#fuzzing).
+  using Duration = std::chrono::system_clock::duration;
+  constexpr std::int64_t kPerMs =
+      std::chrono::duration_cast<Duration>(std::chrono::milliseconds(1)).count();
+  constexpr std::int64_t kMaxMs = std::numeric_limits<Duration::rep>::max() / kPerMs;
+  ms = std::clamp<std::int64_t>(ms, -kMaxMs, kMaxMs);
   return std::chrono::system_clock::time_point(
-      std::chrono::duration_cast<std::chrono::system_clock::duration>(
-          std::chrono::milliseconds(ms)));
+      std::chrono::duration_cast<Duration>(std::chrono::milliseconds(ms)));
 }
 
 }  // namespace fwdsink::spool_io

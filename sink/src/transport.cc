@@ -8,9 +8,11 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
+#include <condition_variable>
 #include <filesystem>
 #include <mutex>
 #include <optional>
+#include <thread>
 
 namespace fwdsink {
 namespace {
@@ -55,7 +57,25 @@ class SocketHandle {
     std::lock_guard lock(mu_);
     ReleaseLocked();
     dup_ = ::dup(fd);
-    if (aborted_ && dup_ >= 0) ::shutdown(dup_, SHUT_RDWR);
+    if ((aborted_ || interrupted_) && dup_ >= 0) ::shutdown(dup_, SHUT_RDWR);
+  }
+  // Shuts the current request's connection down, like Abort() but not sticky: the
+  // next request starts afresh. Called by the deadline watchdog.
+  void Interrupt() {
+    std::lock_guard lock(mu_);
+    interrupted_ = true;
+    if (dup_ < 0) return;
+    // Linger 0: the last close() resets the connection and discards what is still
+    // queued to send, instead of draining megabytes into a server that reads at a
+    // crawl (a FIN would wait behind them). @ref LLP 0023#deadlines
+    const linger reset{.l_onoff = 1, .l_linger = 0};
+    ::setsockopt(dup_, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
+    ::shutdown(dup_, SHUT_RDWR);
+  }
+  // Forgets an Interrupt(); called before each request.
+  void ClearInterrupt() {
+    std::lock_guard lock(mu_);
+    interrupted_ = false;
   }
   // Drops our duplicate once cpp-httplib has closed its socket, so the peer sees FIN.
   void Release() {
@@ -80,8 +100,102 @@ class SocketHandle {
     dup_ = -1;
   }
   mutable std::mutex mu_;
-  int dup_ = -1;          // guarded by mu_
-  bool aborted_ = false;  // guarded by mu_
+  int dup_ = -1;              // guarded by mu_
+  bool aborted_ = false;      // guarded by mu_
+  bool interrupted_ = false;  // guarded by mu_
+};
+
+using SteadyTime = std::chrono::steady_clock::time_point;
+
+// The two deadlines of one request. @ref LLP 0023#deadlines
+struct RequestDeadlines {
+  SteadyTime headers;  // status line and headers in by then
+  SteadyTime total;    // the whole response in by then
+};
+
+std::chrono::milliseconds TransferAllowance(std::uint64_t bytes, std::uint64_t bytes_per_s) {
+  const std::uint64_t per_s = std::max<std::uint64_t>(bytes_per_s, 1);
+  // bytes < 2^64 / 1000 for anything we send; saturate anyway.
+  const std::uint64_t ms = bytes > UINT64_MAX / 1000 ? UINT64_MAX / per_s : bytes * 1000 / per_s;
+  return std::chrono::milliseconds(std::min<std::uint64_t>(ms, 365ull * 24 * 3600 * 1000));
+}
+
+RequestDeadlines DeadlinesFor(SteadyTime start, std::uint64_t body_bytes, const TransportOptions& o,
+                              const PostLimits& limits) {
+  const auto upload = TransferAllowance(body_bytes, o.min_throughput_bytes_per_s);
+  const auto download =
+      TransferAllowance(o.body_prefix_bytes + o.drain_limit_bytes, o.min_throughput_bytes_per_s);
+  RequestDeadlines d;
+  d.headers = start + o.connect_timeout + upload + o.response_timeout;
+  d.total = d.headers + download;
+  if (limits.time_left) {
+    // Never less than a moment: the caller checked its budget before calling.
+    const auto cap = start + std::max(*limits.time_left, std::chrono::milliseconds(50));
+    d.headers = std::min(d.headers, cap);
+    d.total = std::min(d.total, cap);
+  }
+  return d;
+}
+
+// Enforces a request's deadlines: a thread that waits for the armed deadline and, when
+// it passes, shuts the request's socket down through the Abort-by-shutdown path (LLP
+// 0014#abort-by-shutdown), which makes cpp-httplib fail the request and close the
+// connection, so an abandoned attempt never goes on draining into the server.
+// Threads: Arm()/Disarm() from the sending thread; the thread starts on the first Arm().
+class Watchdog {
+ public:
+  explicit Watchdog(SocketHandle& socket) : socket_(socket) {}
+  ~Watchdog() {
+    {
+      std::lock_guard lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  // Arms (or moves) the deadline; `what` names it in the error message.
+  void Arm(SteadyTime deadline, std::string_view what) {
+    std::lock_guard lock(mu_);
+    if (!thread_.joinable()) thread_ = std::thread([this] { Loop(); });
+    deadline_ = deadline;
+    what_ = what;
+    cv_.notify_all();
+  }
+  // Disarms; returns what fired, if a deadline did since the last Arm().
+  std::optional<std::string_view> Disarm() {
+    std::lock_guard lock(mu_);
+    deadline_.reset();
+    return std::exchange(fired_, std::nullopt);
+  }
+
+ private:
+  void Loop() {
+    std::unique_lock lock(mu_);
+    while (!stop_) {
+      if (!deadline_) {
+        cv_.wait(lock);
+        continue;
+      }
+      const SteadyTime at = *deadline_;
+      if (std::chrono::steady_clock::now() < at) {
+        cv_.wait_until(lock, at);
+        continue;
+      }
+      fired_ = what_;
+      deadline_.reset();
+      socket_.Interrupt();
+    }
+  }
+
+  SocketHandle& socket_;  // Not owned; outlives the watchdog.
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::optional<SteadyTime> deadline_;     // guarded by mu_
+  std::string_view what_;                  // guarded by mu_ (static strings only)
+  std::optional<std::string_view> fired_;  // guarded by mu_
+  bool stop_ = false;                      // guarded by mu_
+  std::thread thread_;
 };
 
 class HttplibTransport final : public HttpTransport {
@@ -119,14 +233,15 @@ class HttplibTransport final : public HttpTransport {
     }
   }
 
-  TransportResult Post(const HeaderList& headers, std::string& body,
-                       std::string_view query_param) override {
+  TransportResult Post(const HeaderList& headers, std::string& body, std::string_view query_param,
+                       const PostLimits& limits) override {
+    if (socket_.aborted()) return Closed();
     TransportResult out;
-    if (socket_.aborted()) {
-      out.error = TransportError::kAborted;
-      out.message = "transport closed";
-      return out;
-    }
+    // @ref LLP 0023#deadlines
+    const auto start = std::chrono::steady_clock::now();
+    const RequestDeadlines deadlines = DeadlinesFor(start, body.size(), opt_, limits);
+    socket_.ClearInterrupt();
+    watchdog_.Arm(deadlines.headers, "response headers");
     httplib::Request req;
     req.method = "POST";
     req.path = ep_.path;
@@ -153,10 +268,17 @@ class HttplibTransport final : public HttpTransport {
       return true;
     };
 
+    req.response_handler = [&](const httplib::Response&) {
+      watchdog_.Arm(deadlines.total, "response");  // the headers are in: now the body
+      return true;
+    };
+
     httplib::Response res;
     httplib::Error err = httplib::Error::Success;
     const bool ok = client_.send(req, res, err);
+    const std::optional<std::string_view> late = watchdog_.Disarm();
     body.swap(req.body);
+    if (late && !ok) client_.stop();  // make sure the abandoned connection is closed
     if (!client_.is_socket_open()) socket_.Release();
 
     if (ok || (err == httplib::Error::Canceled && r.body_truncated)) {
@@ -168,11 +290,35 @@ class HttplibTransport final : public HttpTransport {
       CollectRateLimit(res.headers, r.rate_limit);
       return out;
     }
-    if (socket_.aborted()) {
-      out.error = TransportError::kAborted;
-      out.message = "transport closed";
-      return out;
-    }
+    if (socket_.aborted()) return Closed();
+    if (late)
+      return Late(*late, (*late == "response" ? deadlines.total : deadlines.headers) - start);
+    return Failed(err);
+  }
+
+  void Abort() override { socket_.Abort(); }
+  const Endpoint& endpoint() const override { return ep_; }
+
+ private:
+  static TransportResult Closed() {
+    return {.error = TransportError::kAborted, .message = "transport closed", .response = {}};
+  }
+
+  // A request cut off by its deadline (@ref LLP 0023#deadlines).
+  TransportResult Late(std::string_view what, std::chrono::steady_clock::duration allowed) const {
+    TransportResult out;
+    out.error = TransportError::kTimeout;
+    out.message =
+        "POST " + ep_.SchemeHostPort() + ep_.path + ": " + std::string(what) +
+        " not received within the deadline of " +
+        std::to_string(std::chrono::duration_cast<std::chrono::milliseconds>(allowed).count()) +
+        " ms; connection closed";
+    return out;
+  }
+
+  // Maps cpp-httplib's error to ours, with a sentence for an operator.
+  TransportResult Failed(httplib::Error err) {
+    TransportResult out;
     out.message = httplib::to_string(err);
     switch (err) {
       case httplib::Error::Connection: out.error = TransportError::kConnect; break;
@@ -202,13 +348,10 @@ class HttplibTransport final : public HttpTransport {
     return out;
   }
 
-  void Abort() override { socket_.Abort(); }
-  const Endpoint& endpoint() const override { return ep_; }
-
- private:
   const Endpoint ep_;
   const TransportOptions opt_;
-  SocketHandle socket_;  // declared before client_: outlives the client's callbacks
+  SocketHandle socket_;         // declared before client_: outlives the client's callbacks
+  Watchdog watchdog_{socket_};  // joined before socket_ goes
   httplib::Client client_;
 };
 

@@ -74,6 +74,25 @@ Verdict BackpressureVerdict(const Attempt& a, std::string reason) {
 }
 
 Verdict ClassifyStatus(const Attempt& a);
+// 400/422 on a single row: poison only when the data is the cause — the row is not
+// JSON, or the server took other rows of the same request. A well-formed row refused
+// with nothing of its request accepted says the request is wrong (a header, the
+// endpoint, the credentials' scope), and dead-lettering would throw good data away.
+// @ref LLP 0023#request-level-refusals
+Verdict RefusedRowVerdict(const Attempt& a, std::string reason) {
+  if (a.status != 413 && a.row_is_json && !a.split_tree_acked) {
+    Verdict v{.action = Action::kRespool, .status = a.status};
+    v.reason = OrHttpStatus(std::move(reason), a.status);
+    v.respool_reason = RespoolReason::kRequestRefused;
+    v.message = "the server refuses a well-formed row with " + std::to_string(a.status) + " (" +
+                v.reason +
+                ") and accepted nothing of its request: blaming the request, not the data";
+    return v;
+  }
+  return {.action = Action::kPoison,
+          .status = a.status,
+          .reason = OrHttpStatus(std::move(reason), a.status)};
+}
 
 }  // namespace
 
@@ -126,9 +145,7 @@ Verdict ClassifyStatus(const Attempt& a) {
               .reason = std::move(reason),
               .message = "splitting the chunk in two at a line boundary"};
     }
-    return {.action = Action::kPoison,
-            .status = status,
-            .reason = OrHttpStatus(std::move(reason), status)};
+    return RefusedRowVerdict(a, std::move(reason));
   }
   if (status == 429 || status == 503) return BackpressureVerdict(a, std::move(reason));
   if (status >= 500) {

@@ -29,6 +29,9 @@ struct Attempt {
   std::optional<std::string_view> clickhouse_exception_code{};  // the header, if any
   SystemTime now{};                        // system time, to turn an HTTP-date into a delay
   const HeaderList* rate_limit = nullptr;  // RateLimit-* / X-RateLimit-* headers, if any
+  // For a refused single row (@ref LLP 0023#request-level-refusals):
+  bool row_is_json = false;       // the row parses as JSON: nothing visibly wrong with it
+  bool split_tree_acked = false;  // the server accepted part of the request it came from
 };
 
 // What to do next with the chunk.

@@ -168,7 +168,9 @@ new_spool() {
   local dir=$1; shift
   rm -rf "$dir"; mkdir -p "$dir/ready"
   local f
-  for f in "$@"; do ln "$f" "$dir/ready/$(basename "$f")"; done
+  # Copies, not hard links: the daemon quarantines a partition with two links
+  # (LLP 0023#spool). --reflink=auto keeps it cheap where the file system can.
+  for f in "$@"; do cp --reflink=auto "$f" "$dir/ready/$(basename "$f")"; done
 }
 
 # forward OUT SPOOL ARGS...: runs `fwdsink forward --once` under /usr/bin/time; OUT gets
@@ -491,7 +493,7 @@ if want 7; then
   for ((i = 1; i <= MANY_RUNS; i++)); do
     d=$work/f7-$i
     start_central "$d/c-many"
-    mkdir -p "$d/many"; cp -al "$tmpl/ready" "$d/many/ready"
+    mkdir -p "$d/many"; cp -a --reflink=auto "$tmpl/ready" "$d/many/ready"
     forward "$d/many.time" "$d/many"
     check_rows "$total"; stop_central
     many+=("$(awk '{print $1}' "$d/many.time")")
@@ -512,7 +514,7 @@ if want 7; then
     start_central "$d/central"
     mkdir -p "$d/spool/ready"
     find "$tmpl/ready" -name '*.ndjson' | sort | awk -v n="$STRACE_PARTS" 'NR <= n' |
-      xargs -I{} ln {} "$d/spool/ready/"   # awk, not head: no SIGPIPE under pipefail
+      xargs -I{} cp --reflink=auto {} "$d/spool/ready/"   # awk, not head: no SIGPIPE under pipefail
     strace -f -c -o "$work/strace.txt" "$daemon" forward --spool "$d/spool" --url "$(url)" \
            --once 2>/dev/null || die "fwdsink under strace failed"
     stop_central; rm -rf "$d"

@@ -26,6 +26,7 @@ enum class StatusCode {
   kNotFound,         // the named file, partition or dead letter does not exist
   kCorrupt,          // an on-disk record or a partition could not be parsed
   kIo,               // the file system refused (message names the path and errno)
+  kBusy,             // another process holds the resource (the spool lock)
   kInternal,         // a bug: e.g. a Result built from an OK status
 };
 [[nodiscard]] std::string_view to_string(StatusCode code) noexcept;

@@ -100,6 +100,8 @@ class Chunker {
   // ceiling). A chunk still holds at least one whole line, however long.
   // @ref LLP 0016#shrink
   void LimitChunkBytes(std::size_t bytes) { chunk_limit_ = bytes > 0 ? bytes : 1; }
+  // Returns the file's modification time when it was opened (ns since the epoch).
+  [[nodiscard]] std::int64_t file_mtime_ns() const { return file_mtime_ns_; }
 
  private:
   Chunker() = default;
@@ -130,6 +132,7 @@ class Chunker {
   std::uint64_t file_size_ = 0;
   std::uint64_t offset_ = 0;                                // start of the next chunk
   std::size_t chunk_limit_ = static_cast<std::size_t>(-1);  // LimitChunkBytes()
+  std::int64_t file_mtime_ns_ = 0;
 
   // Read buffer: buf_[0, buf_len_) holds the file bytes at [buf_off_, buf_off_ + buf_len_);
   // bytes before buf_pos_ have been consumed.

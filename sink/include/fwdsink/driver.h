@@ -50,6 +50,7 @@ struct TickReport {
   std::uint64_t horizon_dead = 0;     // whole partitions moved to dead letters (horizon)
   std::uint64_t torn = 0;             // unreadable/torn tails moved to dead letters
   std::uint64_t errors = 0;           // auth/TLS/spool errors that stopped work
+  std::uint64_t quarantined = 0;      // entries of ready/ moved to quarantine/
   std::uint64_t chunks_acked = 0;
   std::uint64_t rows_acked = 0;
   std::uint64_t bytes_acked = 0;
@@ -60,7 +61,9 @@ struct TickReport {
   // permanent status and reason (also emitted once as driver.permanent_error).
   std::optional<PermanentError> permanent_error;
   // Clean: nothing left behind for a later tick (the daemon's --once exit code).
-  [[nodiscard]] bool all_delivered() const { return respooled == 0 && errors == 0 && !aborted; }
+  [[nodiscard]] bool all_delivered() const {
+    return respooled == 0 && errors == 0 && quarantined == 0 && !aborted;
+  }
 };
 
 // DriverCounters (the driver's counters) is generated in telemetry.h.
@@ -76,7 +79,10 @@ struct TickReport {
 class Driver {
  public:
   // Creates a driver; returns a kInvalidConfig status naming the field ("spool_dir",
-  // "forward.url", ...) when the options do not validate or the spool cannot be opened.
+  // "forward.url", ...) when the options do not validate or the spool cannot be opened,
+  // and kBusy (field "spool_dir", the message naming the holder's pid) when another
+  // driver holds the spool's lock. The lock is held until the driver is destroyed.
+  // @ref LLP 0023#spool-lock
   [[nodiscard]] static Result<std::unique_ptr<Driver>> Create(DriverOptions options,
                                                               ForwardDeps deps);
   ~Driver();

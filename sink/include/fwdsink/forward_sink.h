@@ -79,6 +79,10 @@ struct ForwardOptions {
   TransportOptions transport{};
   // Prefix/label that tells two sinks in one daemon apart in events and logs.
   std::string label = "fwdsink";
+  // Requests one partition's bisection (splitting refused chunks to isolate a row) may
+  // spend in one ForwardPartition call; past it the refusal is blamed on the request
+  // and the partition is respooled. @ref LLP 0023#request-level-refusals
+  std::uint64_t max_split_requests = 256;
 };
 
 // Checks every field; returns OK, or a kInvalidConfig status naming the first bad one
@@ -114,6 +118,9 @@ enum class RespoolReason {
   kServerError,      // other 5xx outlasted the budget
   kClientError,      // a 4xx we cannot act on (404, 405, 415, ...): not retried inline
   kCursorNotSaved,   // the ack callback could not persist the cursor
+  kRequestRefused,   // the server refuses the request, not the data (a well-formed row
+                     // refused with nothing of its request accepted, or a bisection past
+                     // max_split_requests): never dead-lettered. @ref LLP 0023
 };
 [[nodiscard]] std::string_view to_string(RespoolReason reason);
 
@@ -134,6 +141,10 @@ struct ForwardResult {
   std::uint64_t rows_acked = 0;
   std::uint64_t bytes_acked = 0;
   bool throttled = false;  // at least one 429/503 was seen during this call
+  // The partition file as it was opened: the driver checks them before removing a
+  // delivered partition (a file that changed since is not removed). @ref LLP 0023#handover
+  std::uint64_t file_size = 0;
+  std::int64_t file_mtime_ns = 0;
 };
 
 // An acknowledged chunk, passed to the ack callback before the next chunk is sent.

@@ -44,6 +44,36 @@ struct ReadyPartition {
   std::uint64_t size = 0;      // bytes
 };
 
+// An entry of ready/ that ScanReady() refuses to send.
+struct RefusedEntry {
+  std::string file;    // the entry's file name in ready/, as found (any bytes)
+  std::string reason;  // "symlink", "hard_link", "not_regular", "bad_name"
+  std::string detail;  // a sentence for an operator
+};
+
+struct ReadyScan {
+  std::vector<ReadyPartition> ready;  // oldest first
+  std::vector<RefusedEntry> refused;
+};
+
+// Holds an exclusive lock on a spool (flock on SPOOL/lock) for as long as it lives, so
+// two daemons never forward one spool. Move-only; any thread. @ref LLP 0023#spool-lock
+class SpoolLock {
+ public:
+  // Takes the lock without waiting and writes our pid into the lock file. kBusy with a
+  // message naming the holder's pid when another process holds it; kIo otherwise.
+  [[nodiscard]] static Result<SpoolLock> Acquire(const std::filesystem::path& spool_dir);
+  SpoolLock(SpoolLock&& other) noexcept;
+  SpoolLock& operator=(SpoolLock&& other) noexcept;
+  SpoolLock(const SpoolLock&) = delete;
+  SpoolLock& operator=(const SpoolLock&) = delete;
+  ~SpoolLock();
+
+ private:
+  explicit SpoolLock(int fd) : fd_(fd) {}
+  int fd_ = -1;
+};
+
 enum class CursorStatus {
   kMissing,  // no cursor file: start at 0, no failures recorded
   kOk,       // a valid record was read
@@ -84,6 +114,8 @@ class Spool {
   [[nodiscard]] std::filesystem::path state_dir() const { return dir_ / "state"; }
   [[nodiscard]] std::filesystem::path dead_dir() const { return dir_ / "dead"; }
   [[nodiscard]] std::filesystem::path incoming_dir() const { return dir_ / "incoming"; }
+  // Where ScanReady()'s refused entries are moved. @ref LLP 0023#spool
+  [[nodiscard]] std::filesystem::path quarantine_dir() const { return dir_ / "quarantine"; }
 
   // Returns the path of ready/<name>.ndjson (no check that it exists).
   [[nodiscard]] std::filesystem::path PartitionPath(std::string_view name) const;
@@ -92,6 +124,28 @@ class Spool {
   // Ignores anything that is not a regular `<valid name>.ndjson` file: temp files,
   // dotfiles, other extensions, folders.
   [[nodiscard]] Result<std::vector<ReadyPartition>> ListReady() const;
+
+  // Lists ready/ like ListReady(), and also what it refuses to send: symlinks, hard
+  // links (a file with more than one link would be sent once per name), FIFOs, devices,
+  // folders, and `*` names outside the allowed set. Dotfiles (temp files) are neither.
+  // Never follows a symlink. @ref LLP 0023#spool
+  [[nodiscard]] Result<ReadyScan> ScanReady() const;
+
+  // Moves a refused entry of ready/ into quarantine/ (created as needed) under its own
+  // name, or with ".<n>" appended when that is taken; returns where it went.
+  [[nodiscard]] Result<std::filesystem::path> Quarantine(const RefusedEntry& entry) const;
+
+  // Returns the size and modification time (ns) of ready/<name>.ndjson, not following
+  // a symlink; kNotFound when it is gone.
+  struct FileState {
+    std::uint64_t size = 0;
+    std::int64_t mtime_ns = 0;
+  };
+  [[nodiscard]] Result<FileState> PartitionState(std::string_view name) const;
+
+  // Recreates the spool's folders when they have vanished (`rm -rf SPOOL/ready` while
+  // running). Returns the folders recreated (usually none); kIo if one cannot be.
+  [[nodiscard]] Result<std::vector<std::filesystem::path>> EnsureFolders() const;
 
   // Reads the cursor of partition `name` and checks it against the partition file.
   // A torn or invalid record yields kCorrupt with offset 0 and no failure history.

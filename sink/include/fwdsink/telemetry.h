@@ -70,6 +70,12 @@ inline constexpr std::string_view kForwardPaceWait = "forward.pace_wait";
 // Fields: partition, reason (the source: "none" | "learned" | "advertised"),
 // rate_bytes_per_s, rate_requests_per_s (0: no limit in that dimension), message.
 inline constexpr std::string_view kForwardPacing = "forward.pacing";
+// The server refused the request, not the data: a single well-formed row refused with
+// nothing of its request accepted, or a bisection past its request bound. The partition
+// is respooled (never dead-lettered). Fields: partition, key, status, reason (the
+// server's), begin, end, message (names the status and the server's reason).
+// @ref LLP 0023#request-level-refusals
+inline constexpr std::string_view kForwardRequestRefused = "forward.request_refused";
 // A cursor record was torn or invalid: the partition resumes from 0 under the same keys.
 // Fields: partition, reason="cursor_corrupt", message.
 inline constexpr std::string_view kDriverCursorCorrupt = "driver.cursor_corrupt";
@@ -92,6 +98,19 @@ inline constexpr std::string_view kForwardConfigError = "forward.config_error";
 // code): said once per pass. Fields: status, reason, message (the server's words).
 // @ref LLP 0017#permanent-errors
 inline constexpr std::string_view kDriverPermanentError = "driver.permanent_error";
+// An entry of ready/ that is not a partition we may send (a symlink, a hard link, a
+// FIFO, a device, a folder, a name outside the allowed set) was moved to
+// SPOOL/quarantine/. Reported once per entry. Fields: reason (symlink, hard_link,
+// not_regular, bad_name), message (the entry's name, escaped, and where it went).
+// @ref LLP 0023#spool
+inline constexpr std::string_view kDriverQuarantine = "driver.quarantine";
+// A spool folder had vanished and was recreated. Fields: reason ("folder_missing"),
+// message (the folder).
+inline constexpr std::string_view kDriverSpoolRepaired = "driver.spool_repaired";
+// A delivered partition changed after it was opened (it grew, or was rewritten): it is
+// not removed. Fields: partition, reason ("grew" | "changed"), begin (what was sent),
+// end (its size now), message.
+inline constexpr std::string_view kDriverHandoverChanged = "driver.handover_changed";
 // The daemon started. Fields: pid, mode ("once" | "run"), spool, url.
 inline constexpr std::string_view kDaemonStart = "daemon.start";
 // Periodic counters and progress from the daemon. Fields: label, partitions_left,
@@ -206,6 +225,8 @@ class JsonObject {
   COUNTER(splits, "Chunks split in two after a 413, or a 400/422 to isolate a row.")         \
   COUNTER(auth_refreshes, "Token refreshes asked for after a 401.")                          \
   COUNTER(aborts, "Partitions cut short by Close().")                                        \
+  COUNTER(request_refusals,                                                                  \
+          "Refusals blamed on the request, not the data (respooled, never dead-lettered).")  \
   COUNTER(partitions_delivered, "Partitions sent to their end and acknowledged.")            \
   COUNTER(retried_4xx, "Responses with a 4xx listed in the retried statuses (408, 425).")    \
   COUNTER(engine_overload, "Refusals an engine profile reads as overload (ClickHouse 252).") \
@@ -228,6 +249,11 @@ class JsonObject {
   COUNTER(cursor_corrupt, "Cursor records found torn or invalid (resumed from offset 0).")   \
   COUNTER(spool_errors, "Spool operations that failed (list, cursor, dead letter).")         \
   COUNTER(permanent_errors, "Passes where every request failed the same permanent way.")     \
+  COUNTER(cursor_save_failures, "Ticks stopped because a cursor could not be saved.")        \
+  COUNTER(auth_failures, "Ticks stopped by an auth or TLS failure (never dead-lettered).")   \
+  COUNTER(quarantined, "ready/ entries moved to quarantine/ (links, FIFOs, bad names).")     \
+  COUNTER(spool_repairs, "Spool folders recreated after they vanished.")                     \
+  COUNTER(handover_changed, "Delivered partitions changed after hand-over (kept).")          \
   GAUGE(overload_level, "Current overload level: 0 = none, higher pauses longer between ticks.")
 
 enum class CounterKind { kCounter, kGauge };

@@ -59,6 +59,15 @@ struct TransportOptions {
   std::chrono::milliseconds read_timeout = std::chrono::seconds{30};
   // Longest stall while writing a request.
   std::chrono::milliseconds write_timeout = std::chrono::seconds{30};
+  // Slowest transfer accepted: a request body of N bytes is allowed N / this many
+  // seconds to go out (and a response body as long as the drain limit as long to come
+  // in). Idle timeouts reset on every byte; this is what bounds a server that drips.
+  // @ref LLP 0023#deadlines
+  std::uint64_t min_throughput_bytes_per_s = 32 * 1024;
+  // Response-header deadline: the response's status line and headers must have arrived
+  // this long after the connect timeout plus the body's upload allowance, whatever
+  // trickles in meanwhile. The whole response is due by then plus its body allowance.
+  std::chrono::milliseconds response_timeout = std::chrono::seconds{30};
   // Verify the server's certificate chain and host name (https only). Leave on.
   bool verify_tls = true;
   // CA bundle file and/or directory; both empty means the system's default store.
@@ -111,6 +120,12 @@ struct TransportResult {
   HttpResponse response;  // meaningful when error == kNone
 };
 
+// Per-request limits from the caller.
+struct PostLimits {
+  // Time the caller has left for this attempt (its inline budget); caps both deadlines.
+  std::optional<std::chrono::milliseconds> time_left{};
+};
+
 // A client for one endpoint. Post() is called by one sending thread at a time; Abort()
 // may be called from any thread, any number of times, and is sticky: every later Post()
 // fails with kAborted at once. Response bodies are never buffered past the prefix.
@@ -126,9 +141,13 @@ class HttpTransport {
   // Sends one POST to the endpoint's path with `headers` and `body`; a non-empty
   // `query_param` ("name=value", already encoded) is appended to the URL's query. The
   // body is moved into the request and handed back unchanged in `body` when the call
-  // returns, so a retry re-sends the identical bytes without a copy.
+  // returns, so a retry re-sends the identical bytes without a copy. The request is cut
+  // off (kTimeout, its connection shut down and closed) when the response headers, or
+  // the whole response, are not in by their deadlines (TransportOptions::response_timeout
+  // and min_throughput_bytes_per_s, capped by `limits.time_left`).
   [[nodiscard]] virtual TransportResult Post(const HeaderList& headers, std::string& body,
-                                             std::string_view query_param) = 0;
+                                             std::string_view query_param,
+                                             const PostLimits& limits) = 0;
 
   // Shuts the connection down: an in-flight Post() (connecting, sending, or waiting
   // for headers) returns kAborted promptly. Never blocks on the sending thread.
