@@ -92,6 +92,7 @@ struct Driver::Impl {
   void RepairFolders(TickReport& report);
   void QuarantineRefused(const std::vector<RefusedEntry>& refused, TickReport& report);
   bool HandOverChanged(const ReadyPartition& p, const ForwardResult& r, TickReport& report);
+  void KeepPoisonCursor(const ReadyPartition& p, const ForwardResult& r, TickReport& report);
 
   SpoolLock lock;  // first: held for the driver's whole life
   const DriverOptions options;
@@ -253,6 +254,10 @@ void Driver::Impl::ForwardOne(const ReadyPartition& p, TickReport& report, bool&
     // The final chunk's cursor would be deleted by MarkDelivered a moment later; a crash
     // in between re-sends that one chunk under the same key. @ref LLP 0021#async-cursor
     if (a.final) return true;
+    // Inside a split chunk the cursor waits for the chunk's end: a restart then re-sends
+    // the whole chunk, which the server refuses and the sink splits again at the same
+    // lines, under the same keys. @ref LLP 0023#split-window
+    if (a.inside_split) return true;
     return cursors.Submit(std::string(a.partition), a.end);
   };
   const auto on_poison = [this, &p, &report](const PoisonedChunk& c) {
@@ -276,7 +281,8 @@ void Driver::Impl::ForwardOne(const ReadyPartition& p, TickReport& report, bool&
   report.throttled = report.throttled || r.throttled;
   switch (r.outcome) {
     case Outcome::kDelivered: return Delivered(p, r, report);
-    case Outcome::kPoisoned: return;  // DeadLetter() could not write it, and said so
+    case Outcome::kPoisoned:  // DeadLetter() could not write it, and said so
+      return KeepPoisonCursor(p, r, report);
     case Outcome::kAborted:
       report.aborted = true;
       stop_tick = true;
@@ -445,6 +451,19 @@ bool Driver::Impl::HandOverChanged(const ReadyPartition& p, const ForwardResult&
         .end = now->size,
         .message = std::move(message)});
   return true;
+}
+
+// A poison that could not be dead-lettered stops the call at a definite point: every
+// row before it acknowledged, nothing after it sent. Inside a split chunk the ack route
+// held the cursor back (LLP 0023#split-window); here it can move to the poison's start.
+void Driver::Impl::KeepPoisonCursor(const ReadyPartition& p, const ForwardResult& r,
+                                    TickReport& report) {
+  const CursorState saved = spool.LoadCursor(p.name);
+  if (saved.status == CursorStatus::kOk && saved.offset >= r.resume_offset) return;
+  if (r.resume_offset == 0) return;
+  if (Status s = spool.SaveCursor(p.name, r.resume_offset); !s.ok()) {
+    SpoolError(p.name, "cursor_save", s.message(), &report);
+  }
 }
 
 }  // namespace fwdsink

@@ -724,8 +724,9 @@ class ForwardSink::Call {
   bool Advance(const Chunk& c, bool duplicate, bool dead_lettered) {
     result_.resume_offset = c.end;
     const bool final = c.end >= file_size_;
-    if (!on_ack_ ||
-        on_ack_(AckedChunk{partition_, c.begin, c.end, c.rows, duplicate, final, dead_lettered})) {
+    const bool inside_split = split_.active && c.end < split_.end;
+    if (!on_ack_ || on_ack_(AckedChunk{partition_, c.begin, c.end, c.rows, duplicate, final,
+                                       dead_lettered, inside_split})) {
       return true;
     }
     result_.outcome = Outcome::kRespooled;

@@ -158,6 +158,11 @@ struct AckedChunk {
   bool duplicate = false;      // the server said it had this key already
   bool final = false;          // this chunk ends the partition's file
   bool dead_lettered = false;  // the rows went to dead letters, not to the server
+  // Part of a split chunk whose other parts are not all acknowledged yet. A cursor
+  // persisted here would make a restart chunk differently from the halves the server
+  // may already hold (new keys, rows stored twice): the driver persists the cursor at
+  // the split chunk's end instead. @ref LLP 0023#split-window
+  bool inside_split = false;
 };
 // Persists the cursor; returns false if it could not (the sink then stops and
 // respools with kCursorNotSaved rather than run ahead of what is on disk).
