@@ -78,6 +78,8 @@ struct Driver::Impl {
   // Where partition `p` resumes, or nullopt when its cursor cannot be read.
   std::optional<std::uint64_t> StartOffset(const ReadyPartition& p, TickReport& report);
   void ForwardOne(const ReadyPartition& p, TickReport& report, bool& stop_tick);
+  void Conclude(const ReadyPartition& p, const ForwardResult& r, TickReport& report,
+                bool& stop_tick);
   void ReportPermanentError(TickReport& report);
   bool DeadLetter(const ReadyPartition& p, const PoisonedChunk& chunk, TickReport& report);
   void Delivered(const ReadyPartition& p, const ForwardResult& r, TickReport& report);
@@ -279,6 +281,12 @@ void Driver::Impl::ForwardOne(const ReadyPartition& p, TickReport& report, bool&
   report.rows_acked += r.rows_acked;
   report.bytes_acked += r.bytes_acked;
   report.throttled = report.throttled || r.throttled;
+  Conclude(p, r, report, stop_tick);
+}
+
+// Carries out what the sink's outcome means for the partition and the tick.
+void Driver::Impl::Conclude(const ReadyPartition& p, const ForwardResult& r, TickReport& report,
+                            bool& stop_tick) {
   switch (r.outcome) {
     case Outcome::kDelivered: return Delivered(p, r, report);
     case Outcome::kPoisoned:  // DeadLetter() could not write it, and said so

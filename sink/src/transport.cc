@@ -282,12 +282,7 @@ class HttplibTransport final : public HttpTransport {
     if (!client_.is_socket_open()) socket_.Release();
 
     if (ok || (err == httplib::Error::Canceled && r.body_truncated)) {
-      r.status = res.status;
-      if (res.has_header("Retry-After")) r.retry_after = res.get_header_value("Retry-After");
-      if (res.has_header("X-ClickHouse-Exception-Code")) {
-        r.clickhouse_exception_code = res.get_header_value("X-ClickHouse-Exception-Code");
-      }
-      CollectRateLimit(res.headers, r.rate_limit);
+      KeepHeaders(res, r);
       return out;
     }
     if (socket_.aborted()) return Closed();
@@ -300,6 +295,16 @@ class HttplibTransport final : public HttpTransport {
   const Endpoint& endpoint() const override { return ep_; }
 
  private:
+  // Copies the status and the headers the verdict and the pacer read.
+  static void KeepHeaders(const httplib::Response& res, HttpResponse& r) {
+    r.status = res.status;
+    if (res.has_header("Retry-After")) r.retry_after = res.get_header_value("Retry-After");
+    if (res.has_header("X-ClickHouse-Exception-Code")) {
+      r.clickhouse_exception_code = res.get_header_value("X-ClickHouse-Exception-Code");
+    }
+    CollectRateLimit(res.headers, r.rate_limit);
+  }
+
   static TransportResult Closed() {
     return {.error = TransportError::kAborted, .message = "transport closed", .response = {}};
   }
