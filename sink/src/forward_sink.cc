@@ -267,6 +267,7 @@ class ForwardSink::Call {
   // The attempts of one chunk so far.
   struct Sending {
     std::string key;
+    std::string query{};      // "name=key" for the URL (--key-param), or empty
     MonotonicTime first{};    // the first attempt: the inline budget counts from here
     std::size_t attempt = 0;  // failed attempts that waited (not token refreshes)
     bool refreshed = false;   // a 401 made us refresh the token already
@@ -346,8 +347,15 @@ class ForwardSink::Call {
   ChunkEnd SendUntilVerdictEnds(ChunkSource& source) {
     const Chunk& c = source.chunk();
     Sending sending{.key = KeyOf(partition_, c), .first = time_.MonotonicNow()};
-    if (sink_.deps.tokens && !sink_.token) sink_.token = sink_.deps.tokens(false);
-    if (!TokenIsSafe(sending)) return ChunkEnd::kStop;
+    // Built once per chunk: every re-send carries the identical key.
+    if (!options_.idempotency_query_param.empty()) {
+      sending.query = options_.idempotency_query_param + "=" + PercentEncode(sending.key);
+    }
+    // A token is checked once, when it is handed over (here or after a refresh).
+    if (sink_.deps.tokens && !sink_.token) {
+      sink_.token = sink_.deps.tokens(false);
+      if (!TokenIsSafe(sending)) return ChunkEnd::kStop;
+    }
     HeaderList headers = Headers(sending.key);
     for (;;) {
       if (stop_.stop_requested()) return Aborted();
@@ -406,14 +414,10 @@ class ForwardSink::Call {
     Add(counters_.rows_sent, c.rows);
     Add(counters_.bytes_sent, c.body.size());
     Add(counters_.wire_bytes_sent, wire.size());
-    const std::string query =
-        options_.idempotency_query_param.empty()
-            ? std::string()
-            : options_.idempotency_query_param + "=" + PercentEncode(sending.key);
     // The request may take what is left of the inline budget, no more. @ref LLP 0023#deadlines
     const auto left =
         options_.backpressure.inline_budget - Since(sending.first, time_.MonotonicNow());
-    last_ = sink_.transport->Post(headers, wire, query, PostLimits{.time_left = left});
+    last_ = sink_.transport->Post(headers, wire, sending.query, PostLimits{.time_left = left});
     Attempt a{.error = last_.error,
               .error_message = last_.message,
               .status = last_.response.status,

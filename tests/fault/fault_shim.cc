@@ -85,31 +85,25 @@ Fn Next(const char* name) {
 
 extern "C" {
 
-int open(const char* path, int flags, ...) {
-  static auto real = Next<int (*)(const char*, int, ...)>("open");
-  mode_t mode = 0;
-  if (flags & (O_CREAT | O_TMPFILE)) {
-    va_list ap;
-    va_start(ap, flags);
-    mode = static_cast<mode_t>(va_arg(ap, int));
-    va_end(ap);
+// open() and open64() take the mode only with O_CREAT/O_TMPFILE; both are interposed
+// (glibc's callers use either) and share this body.
+#define FWDSINK_INTERPOSE_OPEN(name)                                \
+  int name(const char* path, int flags, ...) {                      \
+    static auto real = Next<int (*)(const char*, int, ...)>(#name); \
+    mode_t mode = 0;                                                \
+    if (flags & (O_CREAT | O_TMPFILE)) {                            \
+      va_list ap;                                                   \
+      va_start(ap, flags);                                          \
+      mode = static_cast<mode_t>(va_arg(ap, int));                  \
+      va_end(ap);                                                   \
+    }                                                               \
+    if (PathMatches(path) && ShouldFail("open", path)) return -1;   \
+    return AfterOpen(real(path, flags, mode), path);                \
   }
-  if (PathMatches(path) && ShouldFail("open", path)) return -1;
-  return AfterOpen(real(path, flags, mode), path);
-}
 
-int open64(const char* path, int flags, ...) {
-  static auto real = Next<int (*)(const char*, int, ...)>("open64");
-  mode_t mode = 0;
-  if (flags & (O_CREAT | O_TMPFILE)) {
-    va_list ap;
-    va_start(ap, flags);
-    mode = static_cast<mode_t>(va_arg(ap, int));
-    va_end(ap);
-  }
-  if (PathMatches(path) && ShouldFail("open", path)) return -1;
-  return AfterOpen(real(path, flags, mode), path);
-}
+FWDSINK_INTERPOSE_OPEN(open)
+FWDSINK_INTERPOSE_OPEN(open64)
+#undef FWDSINK_INTERPOSE_OPEN
 
 int close(int fd) {
   static auto real = Next<int (*)(int)>("close");
