@@ -16,7 +16,7 @@ PKGS=(
   curl                                 # demo and benchmark baseline
   clang-format                         # the format check in .ci/run (scripts/format.sh)
   time jq strace                       # the benchmark harness (its smoke run is in ctest)
-  nginx-light                          # benchmark figure 10: a real request limiter (limit_req)
+  nginx-light                          # benchmark figure 10 (limit_req); the failover test behind a load balancer (ctest -L lb)
   clang libfuzzer-14-dev               # the libFuzzer targets (scripts/test.sh --fuzz)
 )
 

@@ -124,15 +124,16 @@ TEST_CASE("sink counters: one list feeds the struct, the snapshot, the JSON and 
     names.emplace_back(f.name);
     unique.emplace(f.name);
     sum += f.value;
-    // The pacing rate and its source are the sink's only gauges.
-    CHECK(f.kind == (std::string_view(f.name).starts_with("pacing_") ? CounterKind::kGauge
-                                                                     : CounterKind::kCounter));
+    // The pacing rate and its source, and the endpoint in use, are the sink's only gauges.
+    const bool gauge =
+        std::string_view(f.name).starts_with("pacing_") || f.name == "endpoint_in_use";
+    CHECK(f.kind == (gauge ? CounterKind::kGauge : CounterKind::kCounter));
     CHECK_FALSE(f.help.empty());
   });
-  CHECK(names.size() == 30);
+  CHECK(names.size() == 35);
   CHECK(unique.size() == names.size());
   CHECK(names.front() == "chunks_sent");
-  CHECK(names.back() == "pacing_source");
+  CHECK(names.back() == "endpoint_in_use");
   CHECK(sum == 3 + 77 + 9);
 
   // The JSON has exactly the visitor's names, in the same order, with the values.

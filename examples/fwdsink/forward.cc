@@ -30,6 +30,7 @@
 
 #include "commands.h"
 #include "fwdsink/driver.h"
+#include "fwdsink/endpoints.h"
 #include "fwdsink/http_header.h"
 #include "fwdsink/telemetry.h"
 #include "fwdsink/time_format.h"
@@ -213,7 +214,30 @@ fwdsink::JsonObject StatsJson(std::string_view event, const fwdsink::Driver& d, 
       .Add("bytes_per_s", static_cast<std::int64_t>(std::nearbyint(bytes_per_s)))
       .Add("counters", fwdsink::ToJsonObject(fwdsink::Snapshot(d.sink().counters())))
       .Add("driver", fwdsink::ToJsonObject(fwdsink::Snapshot(d.counters())));
+  // With fallbacks, the endpoint in use and each endpoint's state and counters (a
+  // single URL is in daemon.start already). @ref LLP 0019
+  const fwdsink::Endpoints& eps = d.sink().endpoints();
+  if (eps.size() > 1) {
+    s.Add("endpoint", eps.at(eps.active()).name);
+    std::vector<fwdsink::JsonObject> list;
+    for (std::size_t i = 0; i < eps.size(); ++i) {
+      list.push_back(fwdsink::JsonObject()
+                         .Add("url", eps.at(i).name)
+                         .Add("state", fwdsink::to_string(eps.state(i)))
+                         .Append(fwdsink::ToJsonObject(fwdsink::Snapshot(eps.at(i).counters))));
+    }
+    s.Add("endpoints", list);
+  }
   return s;
+}
+
+// {"fallback_urls": [...]} (credentials redacted), or {} with a single URL.
+fwdsink::JsonObject FallbacksJson(const fwdsink::ForwardOptions& f) {
+  fwdsink::JsonObject o;
+  if (f.fallback_urls.empty()) return o;
+  std::vector<std::string> urls;
+  for (const std::string& url : f.fallback_urls) urls.push_back(fwdsink::RedactUrl(url));
+  return o.Add("fallback_urls", urls);
 }
 
 std::string HumanRate(double v, std::string_view unit) {
@@ -259,6 +283,8 @@ std::string ProgressLine(const fwdsink::Driver& d, std::uint64_t left, double ro
     case Phase::kSending: s += "sending " + state.partition; break;
     case Phase::kIdle: s += "idle"; break;
   }
+  const fwdsink::Endpoints& eps = d.sink().endpoints();
+  if (eps.size() > 1) s += " | to " + eps.at(eps.active()).name;
   return s + PacingText(d.sink().pacing());
 }
 
@@ -413,7 +439,8 @@ int RunForward(const ForwardConfig& config) {
                .Add("pid", ::getpid())
                .Add("mode", config.once ? "once" : "run")
                .Add("spool", config.driver.spool_dir.string())
-               .Add("url", fwdsink::RedactUrl(config.driver.forward.url)),
+               .Add("url", fwdsink::RedactUrl(config.driver.forward.url))
+               .Append(FallbacksJson(config.driver.forward)),
            false);
 
   Reporter reporter(*driver, out, config.driver.spool_dir, config.stats_interval);

@@ -112,6 +112,19 @@ Handler Text(std::string& out) {
   };
 }
 
+// --url: the first is the primary, each later one a fallback. @ref LLP 0019
+Handler AppendUrl(fwdsink::ForwardOptions& f) {
+  return [&f](const std::string& v) -> fwdsink::Status {
+    if (v.empty()) return Bad("must not be empty");
+    if (f.url.empty()) {
+      f.url = v;
+    } else {
+      f.fallback_urls.push_back(v);
+    }
+    return fwdsink::OkStatus();
+  };
+}
+
 Handler Path(std::filesystem::path& out) {
   return [&out](const std::string& v) -> fwdsink::Status {
     if (v.empty()) return Bad("must name a path");
@@ -289,6 +302,10 @@ std::string OptionForField(std::string_view field) {
       {"horizon", "--horizon"},
       {"tick_pauses", "--poll"},
       {"forward.url", "--url"},
+      {"forward.fallback_urls", "--url"},
+      {"forward.failover.failover_after", "--failover-after"},
+      {"forward.failover.failback_after", "--failback-after"},
+      {"forward.failover.failures_to_leave", "--failover-failures"},
       {"forward.idempotency_header", "--key-header"},
       {"forward.zstd_level", "--zstd-level"},
       {"forward.chunker", "--chunk-bytes"},
@@ -336,9 +353,10 @@ Parsed<ForwardConfig> ParseForward(const std::vector<std::string>& args) {
   bool log_json = false, progress = false;
   std::filesystem::path token_file, log_file;
   RequestFlagValues request;
+  std::uint64_t failover_failures = f.failover.failures_to_leave;
   const Flag flags[] = {
       {"--spool", true, Path(d.spool_dir)},
-      {"--url", true, Text(f.url)},
+      {"--url", true, AppendUrl(f)},
       {"--once", false, Set(c.once)},
       {"--token-file", true, Path(token_file)},
       {"--chunk-bytes", true, PositiveSize(chunk_bytes)},
@@ -377,6 +395,10 @@ Parsed<ForwardConfig> ParseForward(const std::vector<std::string>& args) {
       {"--no-key-header", false, Set(request.no_key_header)},
       {"--profile", true, Text(request.profile)},
       {"--retry-status", true, Text(request.retry_status)},
+      // @ref LLP 0019
+      {"--failover-after", true, PositiveDuration(f.failover.failover_after)},
+      {"--failback-after", true, PositiveDuration(f.failover.failback_after)},
+      {"--failover-failures", true, Count(failover_failures, 1)},
   };
   if (auto e = ParseFlags(args, flags, nullptr)) return {std::nullopt, *e};
   if (c.help) return {c, {}};
@@ -424,6 +446,7 @@ Parsed<ForwardConfig> ParseForward(const std::vector<std::string>& args) {
   f.transport.connect_timeout = connect_timeout;
   f.transport.min_throughput_bytes_per_s = min_throughput;
   d.tick_pauses.front() = poll;
+  f.failover.failures_to_leave = static_cast<std::size_t>(failover_failures);
 
   if (const fwdsink::Status e = fwdsink::Validate(d); !e.ok()) {
     return {std::nullopt, {OptionForField(e.field()), e.message() + " (" + e.field() + ")"}};
@@ -568,7 +591,14 @@ on 429/503, until SIGINT/SIGTERM (exit 0 with every cursor at its last acknowled
 chunk). Durations are seconds unless suffixed: 250ms, 1.5s, 5m, 1h.
 
   --spool DIR            spool directory (required)
-  --url URL              ingest endpoint, http:// or https:// (required)
+  --url URL              ingest endpoint, http:// or https:// (required); repeat it
+                         for fallbacks, tried in order when the one in use fails
+  --failover-after S     leave an endpoint whose next wait (Retry-After, gate, ladder)
+                         is longer than S (default 30)
+  --failover-failures N  leave it after N failures in a row (transport errors, 5xx;
+                         default 2)
+  --failback-after S     probe the primary with a real chunk, and take it back when
+                         it answers, no sooner than S after leaving it (default 60)
   --once                 one pass over the ready partitions, then exit:
                            0  everything delivered
                            65 some rows went to dead letters, or entries of ready/

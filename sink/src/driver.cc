@@ -6,6 +6,7 @@
 #include "cursor_writer.h"
 #include "default_random.h"
 #include "fwdsink/check.h"
+#include "fwdsink/endpoints.h"
 #include "fwdsink/overload.h"
 
 namespace fwdsink {
@@ -120,6 +121,8 @@ Result<std::unique_ptr<Driver>> Driver::Create(DriverOptions options, ForwardDep
   if (!deps.sleeper) deps.sleeper = &RealSleeper();
   if (!deps.gate) deps.gate = std::make_shared<EndpointGate>();
   if (!deps.random) deps.random = MakeDefaultRandom();
+  // Made here, before any sink, so that every sender shares it. @ref LLP 0019#shared
+  if (!deps.endpoints) deps.endpoints = Endpoints::Make(options.forward, deps);
   auto sink = ForwardSink::Create(options.forward, deps);
   if (!sink.ok()) return sink.status().WithFieldPrefix("forward");
   return std::unique_ptr<Driver>(new Driver(std::make_unique<Impl>(

@@ -10,6 +10,7 @@
 #include "chunk_source.h"
 #include "default_random.h"
 #include "fwdsink/check.h"
+#include "fwdsink/endpoints.h"
 #include "fwdsink/http_header.h"
 #include "saturating.h"
 #include "single_slot_worker.h"
@@ -39,6 +40,21 @@ std::string KeyOf(std::string_view partition, const Chunk& c) {
 
 void Add(std::atomic<std::uint64_t>& counter, std::uint64_t n = 1) {
   counter.fetch_add(n, std::memory_order_relaxed);
+}
+
+// What a verdict retried in place says about the endpoint: transport errors and 5xx
+// are failures (a 503 too, unless it asks for a wait); the rest is backpressure, a
+// reason to leave only when its wait is long. @ref LLP 0019#leave
+HealthReport::Kind HealthKindFor(const Verdict& v) {
+  switch (v.retry_cause) {
+    case RetryCause::kTransport: return HealthReport::Kind::kFailed;
+    case RetryCause::kServer:
+      return v.status >= 500 ? HealthReport::Kind::kFailed : HealthReport::Kind::kHeld;
+    case RetryCause::kBackpressure:
+      return v.status == 503 && !v.retry_after ? HealthReport::Kind::kFailed
+                                               : HealthReport::Kind::kHeld;
+  }
+  return HealthReport::Kind::kFailed;
 }
 
 }  // namespace
@@ -145,8 +161,36 @@ Status ValidateRequestOptions(const ForwardOptions& o) {
 
 }  // namespace
 
+std::vector<std::string> EndpointUrls(const ForwardOptions& o) {
+  std::vector<std::string> urls{o.url};
+  urls.insert(urls.end(), o.fallback_urls.begin(), o.fallback_urls.end());
+  return urls;
+}
+
+namespace {
+
+// The fallback URLs and the failover policy. @ref LLP 0019
+Status ValidateEndpoints(const ForwardOptions& o) {
+  for (std::size_t i = 0; i < o.fallback_urls.size(); ++i) {
+    const std::string field = "fallback_urls[" + std::to_string(i) + "]";
+    if (Result<Endpoint> ep = ParseEndpoint(o.fallback_urls[i]); !ep.ok()) {
+      return Status::Config(field, ep.status().message());
+    }
+    const std::vector<std::string> urls = EndpointUrls(o);
+    if (std::find(urls.begin(), urls.begin() + static_cast<std::ptrdiff_t>(i) + 1,
+                  o.fallback_urls[i]) != urls.begin() + static_cast<std::ptrdiff_t>(i) + 1) {
+      return Status::Config(field, "repeats an earlier URL");
+    }
+  }
+  if (Status e = Validate(o.failover); !e.ok()) return e.WithFieldPrefix("failover");
+  return OkStatus();
+}
+
+}  // namespace
+
 Status Validate(const ForwardOptions& o) {
   if (Result<Endpoint> ep = ParseEndpoint(o.url); !ep.ok()) return ep.status();
+  if (Status e = ValidateEndpoints(o); !e.ok()) return e;
   if (Status e = ValidateRequestOptions(o); !e.ok()) return e;
   if (o.idempotency_header.empty() ||
       !std::all_of(o.idempotency_header.begin(), o.idempotency_header.end(), IsTokenChar)) {
@@ -187,15 +231,24 @@ std::string BasicAuthorizationFor(const ForwardOptions& o, const Endpoint& ep) {
   return {};
 }
 
+// What a sink keeps per endpoint: its own connection and the token it got.
+struct EndpointLink {
+  std::unique_ptr<HttpTransport> transport;
+  std::optional<std::string> token = {};  // sender thread only
+  std::string basic_authorization = {};  // "Basic ..." or empty; never logged
+};
+
 // Everything a sink keeps between calls; the public class is its handle.
 struct ForwardSink::Impl {
-  Impl(ForwardOptions o, ForwardDeps d, std::unique_ptr<HttpTransport> t)
+  Impl(ForwardOptions o, ForwardDeps d, std::vector<EndpointLink> l)
       : options(std::move(o)),
         deps(std::move(d)),
-        transport(std::move(t)),
-        encoder(options.compression, options.zstd_level),
-        basic_authorization(BasicAuthorizationFor(options, transport->endpoint())) {
+        links(std::move(l)),
+        encoder(options.compression, options.zstd_level) {
     buffers.Reserve(options.chunker.chunk_bytes, options.compression != Compression::kIdentity);
+    for (EndpointLink& link : links) {
+      link.basic_authorization = BasicAuthorizationFor(options, link.transport->endpoint());
+    }
   }
 
   void SetState(State s) {
@@ -205,11 +258,9 @@ struct ForwardSink::Impl {
 
   const ForwardOptions options;
   ForwardDeps deps;
-  std::unique_ptr<HttpTransport> transport;
-  Encoder encoder;                        // sender thread, or the read-ahead job while it runs
-  ChunkBuffers buffers;                   // sender thread, or the read-ahead job (buffers.ahead)
-  std::optional<std::string> token;       // sender thread only
-  const std::string basic_authorization;  // "Basic ..." or empty; never logged
+  std::vector<EndpointLink> links;  // one per endpoint, in deps.endpoints' order; fixed
+  Encoder encoder;                  // sender thread, or the read-ahead job while it runs
+  ChunkBuffers buffers;             // sender thread, or the read-ahead job (buffers.ahead)
   std::stop_source stop;
   Counters counters;
   mutable std::mutex state_mu;
@@ -322,6 +373,7 @@ class ForwardSink::Call {
     if (!sink_.deps.on_event) return;
     e.label = options_.label;
     e.partition = partition_;
+    if (sink_.deps.endpoints->size() > 1) e.endpoint = Entry().name;
     sink_.deps.on_event(e);
   }
 
@@ -334,10 +386,10 @@ class ForwardSink::Call {
     }
     if (options_.send_idempotency_header) h.emplace_back(options_.idempotency_header, key);
     h.insert(h.end(), options_.headers.begin(), options_.headers.end());
-    if (sink_.token) {
-      h.emplace_back("Authorization", "Bearer " + *sink_.token);
-    } else if (!sink_.basic_authorization.empty()) {
-      h.emplace_back("Authorization", sink_.basic_authorization);
+    if (Link().token) {
+      h.emplace_back("Authorization", "Bearer " + *Link().token);
+    } else if (!Link().basic_authorization.empty()) {
+      h.emplace_back("Authorization", Link().basic_authorization);
     }
     return h;
   }
@@ -351,24 +403,23 @@ class ForwardSink::Call {
     if (!options_.idempotency_query_param.empty()) {
       sending.query = options_.idempotency_query_param + "=" + PercentEncode(sending.key);
     }
-    // A token is checked once, when it is handed over (here or after a refresh).
-    if (sink_.deps.tokens && !sink_.token) {
-      sink_.token = sink_.deps.tokens(false);
-      if (!TokenIsSafe(sending)) return ChunkEnd::kStop;
-    }
-    HeaderList headers = Headers(sending.key);
+    HeaderList headers;
     for (;;) {
       if (stop_.stop_requested()) return Aborted();
-      if (!WaitForGate(sending, c)) return ChunkEnd::kStop;
+      if (!UseEndpoint(sending, headers)) return ChunkEnd::kStop;
+      const GateEnd gate = WaitForGate(sending, c);
+      if (gate == GateEnd::kStop) return ChunkEnd::kStop;
+      if (gate == GateEnd::kMoved) continue;
       if (!WaitForPacer(sending, c, source.wire().size())) return ChunkEnd::kStop;
       Attempt attempt = Send(headers, source, sending);
       Verdict verdict = Classify(attempt, options_.responses);
       if (stop_.stop_requested()) return Aborted();
       Count(verdict);
       if (verdict.action == Action::kAcknowledge) {
-        sink_.deps.pacer->OnAccepted(time_.MonotonicNow(), source.wire().size(), verdict.quota);
+        Entry().pacer->OnAccepted(time_.MonotonicNow(), source.wire().size(), verdict.quota);
         ReportPacing();
         ShrinkToBurst(source);
+        ReportHealth(HealthReport::Kind::kAccepted, milliseconds::zero(), sending, verdict);
       }
       if (verdict.action == Action::kRetryInPlace) {
         if (!WaitToRetry(verdict, sending, c)) return ChunkEnd::kStop;
@@ -387,13 +438,74 @@ class ForwardSink::Call {
     }
   }
 
+  // Picks the endpoint of the next attempt: the one in use, or the primary when a probe
+  // is due. On the chunk's first attempt and on every change of endpoint, hands that
+  // endpoint's token over (checked once) and builds the headers. @ref LLP 0019#states
+  bool UseEndpoint(Sending& sending, HeaderList& headers) {
+    const EndpointHealth::Choice choice = sink_.deps.endpoints->Choose(time_.MonotonicNow());
+    const bool changed = headers.empty() || choice.endpoint != ep_;
+    if (choice.endpoint != ep_) sending.refreshed = false;  // a 401 is per endpoint
+    ep_ = choice.endpoint;
+    probe_ = choice.probe;
+    counters_.endpoint_in_use.store(ep_, std::memory_order_relaxed);
+    if (probe_) {
+      Add(counters_.probes);
+      Add(Entry().counters.probes);
+    }
+    if (!changed) return true;
+    // A token is checked once, when it is handed over (here or after a refresh).
+    if (Entry().tokens && !Link().token) {
+      Link().token = Entry().tokens(false);
+      if (!TokenIsSafe(sending)) return false;
+    }
+    headers = Headers(sending.key);
+    return true;
+  }
+
+  // Tells the endpoints what the request to ep_ came to; carries a move out (counters,
+  // an event). The request is no probe any more once reported.
+  HealthDecision ReportHealth(HealthReport::Kind kind, milliseconds wait, const Sending& sending,
+                              const Verdict& v) {
+    const HealthDecision d = sink_.deps.endpoints->Report(
+        {.endpoint = ep_, .kind = kind, .probe = probe_, .wait = wait}, time_.MonotonicNow());
+    probe_ = false;
+    if (kind == HealthReport::Kind::kFailed) Add(Entry().counters.failures);
+    if (kind == HealthReport::Kind::kHeld) Add(Entry().counters.holds);
+    Event e{.key = sending.key, .status = v.status, .reason = v.reason};
+    const std::string& to = sink_.deps.endpoints->at(d.active).name;
+    switch (d.move) {
+      case HealthDecision::Move::kStay: return d;
+      case HealthDecision::Move::kFailover:
+        Add(counters_.failovers);
+        Add(Entry().counters.left);
+        e.name = events::kForwardFailover;
+        e.reason = kind == HealthReport::Kind::kFailed ? "failures" : "hold";
+        e.wait = wait;
+        e.message = "left " + Entry().name + " for " + to + " (" +
+                    (v.reason.empty() ? std::string(e.reason) : v.reason) + ")";
+        break;
+      case HealthDecision::Move::kFailback:
+        Add(counters_.failbacks);
+        e.name = events::kForwardFailback;
+        e.message = "the primary " + to + " answered a probe: in use again";
+        break;
+      case HealthDecision::Move::kProbeFailed:
+        Add(counters_.probe_failures);
+        e.name = events::kForwardProbeFailed;
+        e.message = "the primary " + Entry().name + " failed a probe; " + to + " stays in use";
+        break;
+    }
+    Emit(std::move(e));
+    return d;
+  }
+
   // A token with CR, LF, NUL or another control byte would inject headers: it is a
   // configuration error, and nothing is sent with it. @ref LLP 0023#header-safety
   bool TokenIsSafe(const Sending& sending) {
-    if (!sink_.token) return true;
-    const Status bad = ValidateHeaderValue("Bearer " + *sink_.token, "token provider");
+    if (!Link().token) return true;
+    const Status bad = ValidateHeaderValue("Bearer " + *Link().token, "token provider");
     if (bad.ok()) return true;
-    sink_.token.reset();  // ask again next time: the file may have been fixed
+    Link().token.reset();  // ask again next time: the file may have been fixed
     result_.outcome = Outcome::kAuthError;
     result_.reason = "bad_token_value";
     result_.message = bad.message() + "; nothing sent";
@@ -411,20 +523,21 @@ class ForwardSink::Call {
     NoteSplitRequest(c);
     sink_.SetState({.phase = State::Phase::kSending, .partition = partition_});
     Add(counters_.chunks_sent);
+    Add(Entry().counters.chunks_sent);
     Add(counters_.rows_sent, c.rows);
     Add(counters_.bytes_sent, c.body.size());
     Add(counters_.wire_bytes_sent, wire.size());
     // The request may take what is left of the inline budget, no more. @ref LLP 0023#deadlines
     const auto left =
         options_.backpressure.inline_budget - Since(sending.first, time_.MonotonicNow());
-    last_ = sink_.transport->Post(headers, wire, sending.query, PostLimits{.time_left = left});
+    last_ = Link().transport->Post(headers, wire, sending.query, PostLimits{.time_left = left});
     Attempt a{.error = last_.error,
               .error_message = last_.message,
               .status = last_.response.status,
               .body_prefix = last_.response.body_prefix,
               .rows = c.rows,
               .token_refresh_tried = sending.refreshed,
-              .has_token_provider = static_cast<bool>(sink_.deps.tokens),
+              .has_token_provider = static_cast<bool>(Entry().tokens),
               .now = time_.SystemNow(),
               .rate_limit = &last_.response.rate_limit};
     if (last_.response.retry_after) a.retry_after = *last_.response.retry_after;
@@ -486,11 +599,21 @@ class ForwardSink::Call {
     }
   }
 
-  // One backoff per resource: honours a hold another sender's Retry-After set. Returns
-  // false when the partition stops (the hold passes the budget, or Close()).
-  bool WaitForGate(const Sending& sending, const Chunk& c) {
-    auto hold = sink_.deps.gate->Remaining(time_.MonotonicNow());
-    if (hold.remaining <= milliseconds::zero()) return true;
+  // How a wait on the gate ended: send, try the endpoint now in use, or stop.
+  enum class GateEnd { kGo, kMoved, kStop };
+
+  // One backoff per resource: honours a hold another sender's Retry-After set. A hold
+  // longer than failover_after leaves the endpoint when another is not known down
+  // (kMoved). kStop when the partition stops (the hold passes the budget, or Close()).
+  GateEnd WaitForGate(const Sending& sending, const Chunk& c) {
+    auto hold = Entry().gate->Remaining(time_.MonotonicNow());
+    if (hold.remaining <= milliseconds::zero()) return GateEnd::kGo;
+    if (sink_.deps.endpoints->size() > 1 && hold.remaining > options_.failover.failover_after) {
+      const Verdict held{.action = Action::kRetryInPlace, .reason = hold.reason};
+      if (ReportHealth(HealthReport::Kind::kHeld, hold.remaining, sending, held).resend_now) {
+        return GateEnd::kMoved;
+      }
+    }
     // Senders held together are let go apart; a hold is only lengthened.
     // @ref LLP 0016#jitter
     hold.remaining = JitterLonger(hold.remaining, options_.backpressure.jitter, sink_.deps.random);
@@ -500,7 +623,7 @@ class ForwardSink::Call {
                          .reason = hold.reason,
                          .retry_cause = RetryCause::kBackpressure};
       GiveUp(held, sending, c, hold.remaining);
-      return false;
+      return GateEnd::kStop;
     }
     Add(counters_.gate_waits);
     Emit({.name = events::kForwardGateWait,
@@ -515,19 +638,19 @@ class ForwardSink::Call {
     SetWaiting(hold.reason, 0, hold.remaining);
     if (!sleeper_.SleepFor(hold.remaining, stop_)) {
       Aborted();
-      return false;
+      return GateEnd::kStop;
     }
-    return true;
+    return GateEnd::kGo;
   }
 
   // Proactive pacing: waits for the endpoint pacer's slot, after any gate hold (so it
   // never shortens one). Returns false when the partition stops (the wait passes the
   // budget, or Close()). @ref LLP 0016#pacer
   bool WaitForPacer(const Sending& sending, const Chunk& c, std::size_t wire_bytes) {
-    const milliseconds wait = sink_.deps.pacer->Reserve(time_.MonotonicNow(), wire_bytes);
+    const milliseconds wait = Entry().pacer->Reserve(time_.MonotonicNow(), wire_bytes);
     if (wait <= milliseconds::zero()) return true;
     const auto elapsed = Since(sending.first, time_.MonotonicNow());
-    const PaceRate rate = sink_.deps.pacer->Current(time_.MonotonicNow());
+    const PaceRate rate = Entry().pacer->Current(time_.MonotonicNow());
     const std::string source(to_string(rate.source));
     if (SaturatingAdd(elapsed, wait) > options_.backpressure.inline_budget) {
       const Verdict paced{.action = Action::kRetryInPlace,
@@ -561,20 +684,20 @@ class ForwardSink::Call {
   // into it: later chunks shrink (raw size scaled by this chunk's compression ratio),
   // down to a floor. Chunks already read keep their bytes and key. @ref LLP 0016#shrink
   void ShrinkToBurst(ChunkSource& source) {
-    const std::uint64_t burst = sink_.deps.pacer->Current(time_.MonotonicNow()).burst_bytes;
+    const std::uint64_t burst = Entry().pacer->Current(time_.MonotonicNow()).burst_bytes;
     const std::size_t wire = source.wire().size();
     if (burst == 0 || wire <= burst) return;
     const double raw_per_wire =
         static_cast<double>(source.chunk().body.size()) / static_cast<double>(wire);
     const auto limit = static_cast<std::size_t>(static_cast<double>(burst) * raw_per_wire);
-    const std::size_t floor = sink_.deps.pacer->policy().min_chunk_bytes;
+    const std::size_t floor = Entry().pacer->policy().min_chunk_bytes;
     source.LimitChunkBytes(std::max(limit, floor));
   }
 
   // Publishes the pacing rate in the gauges, and as an event when it changed source or
   // moved by a quarter or more since last reported.
   void ReportPacing() {
-    const PaceRate r = sink_.deps.pacer->Current(time_.MonotonicNow());
+    const PaceRate r = Entry().pacer->Current(time_.MonotonicNow());
     const auto bytes = static_cast<std::uint64_t>(r.bytes_per_s);
     const auto requests = static_cast<std::uint64_t>(std::ceil(r.requests_per_s));
     counters_.pacing_bytes_per_s.store(bytes, std::memory_order_relaxed);
@@ -612,11 +735,17 @@ class ForwardSink::Call {
     // The server's hold applies to every sender, even when this one gives up now:
     // the next partition must not hammer the endpoint. @ref LLP 0021#shared-gate
     if (d.source == WaitSource::kRetryAfter) {
-      sink_.deps.gate->HoldUntil(time_.MonotonicNow() + d.wait, v.reason);
+      Entry().gate->HoldUntil(time_.MonotonicNow() + d.wait, v.reason);
     }
     if (v.retry_cause == RetryCause::kBackpressure) {
-      sink_.deps.pacer->OnRefused(time_.MonotonicNow(), d.wait, v.quota);
+      Entry().pacer->OnRefused(time_.MonotonicNow(), d.wait, v.quota);
       ReportPacing();
+    }
+    // Left for an endpoint not known down: the same chunk goes there at once.
+    // @ref LLP 0019#leave
+    if (ReportHealth(HealthKindFor(v), d.wait, sending, v).resend_now &&
+        elapsed < options_.backpressure.inline_budget) {
+      return true;
     }
     if (d.give_up) {
       GiveUp(v, sending, c, d.wait);
@@ -636,13 +765,13 @@ class ForwardSink::Call {
   bool RefreshToken(const Verdict& v, Sending& sending) {
     sending.refreshed = true;
     Add(counters_.auth_refreshes);
-    sink_.token = sink_.deps.tokens(true);
+    Link().token = Entry().tokens(true);
     Emit({.name = events::kForwardAuthRefresh,
           .key = sending.key,
           .status = v.status,
           .reason = v.reason,
           .message = v.message});
-    return sink_.token.has_value();
+    return Link().token.has_value();
   }
 
   // The inline budget would be passed by the next wait: respool, cursor kept.
@@ -718,6 +847,8 @@ class ForwardSink::Call {
     Add(counters_.chunks_acked);
     Add(counters_.rows_acked, c.rows);
     Add(counters_.bytes_acked, c.body.size());
+    Add(Entry().counters.chunks_acked);
+    Add(Entry().counters.bytes_acked, c.body.size());
     result_.chunks_acked += 1;
     result_.rows_acked += c.rows;
     result_.bytes_acked += c.body.size();
@@ -875,6 +1006,9 @@ class ForwardSink::Call {
                     .until = time_.MonotonicNow() + wait});
   }
 
+  EndpointEntry& Entry() const { return sink_.deps.endpoints->at(ep_); }
+  EndpointLink& Link() const { return sink_.links[ep_]; }
+
   Impl& sink_;
   const ForwardOptions& options_;
   Counters& counters_;
@@ -894,25 +1028,42 @@ class ForwardSink::Call {
     bool acked = false;     // the server accepted some part of it
   } split_;
   std::uint64_t split_requests_ = 0;  // requests spent bisecting, this call
+  std::size_t ep_ = 0;                // the endpoint of the current attempt
+  bool probe_ = false;                // that attempt probes the primary, not yet reported
 };
+
+namespace {
+
+// One connection per endpoint, in order.
+Result<std::vector<EndpointLink>> MakeLinks(const ForwardOptions& options) {
+  std::vector<EndpointLink> links;
+  for (const std::string& url : EndpointUrls(options)) {
+    Result<std::unique_ptr<HttpTransport>> made = HttpTransport::Create(url, options.transport);
+    if (!made.ok()) return made.status().WithFieldPrefix("transport");
+    links.push_back(EndpointLink{.transport = std::move(made).value()});
+  }
+  return links;
+}
+
+}  // namespace
 
 Result<std::unique_ptr<ForwardSink>> ForwardSink::Create(ForwardOptions options, ForwardDeps deps) {
   if (Status e = Validate(options); !e.ok()) return e;
-  Result<std::unique_ptr<HttpTransport>> made =
-      HttpTransport::Create(options.url, options.transport);
-  if (!made.ok()) return made.status().WithFieldPrefix("transport");
-  std::unique_ptr<HttpTransport> transport = std::move(made).value();
+  Result<std::vector<EndpointLink>> links = MakeLinks(options);
+  if (!links.ok()) return links.status();
   if (!deps.time) deps.time = &RealTimeSource();
   if (!deps.sleeper) deps.sleeper = &RealSleeper();
-  if (!deps.gate) deps.gate = std::make_shared<EndpointGate>();
-  if (!deps.pacer) {
-    PacingPolicy pacing = options.pacing;
-    pacing.max_wait = options.backpressure.max_wait;
-    deps.pacer = std::make_shared<EndpointPacer>(pacing);
+  // Every sender made from copies of one deps shares the endpoints' state.
+  // @ref LLP 0019#shared
+  if (!deps.endpoints) deps.endpoints = Endpoints::Make(options, deps);
+  if (!deps.endpoints->Matches(EndpointUrls(options))) {
+    return Status::Config("fallback_urls", "ForwardDeps::endpoints was made for other URLs");
   }
+  deps.gate = deps.endpoints->at(0).gate;
+  deps.pacer = deps.endpoints->at(0).pacer;
   if (!deps.random) deps.random = MakeDefaultRandom();
-  return std::unique_ptr<ForwardSink>(new ForwardSink(
-      std::make_unique<Impl>(std::move(options), std::move(deps), std::move(transport))));
+  return std::unique_ptr<ForwardSink>(new ForwardSink(std::make_unique<Impl>(
+      std::move(options), std::move(deps), std::move(links).value())));
 }
 
 ForwardSink::ForwardSink(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -929,7 +1080,8 @@ ForwardResult ForwardSink::ForwardPartition(std::string_view partition,
 void ForwardSink::Close() {
   // @ref LLP 0014#close
   impl_->stop.request_stop();  // wakes a pause at once (stop_callback on the sleeper's cv)
-  impl_->transport->Abort();   // shuts the socket: connect, send or header wait fail at once
+  // Shuts the sockets: connect, send or header wait fail at once.
+  for (EndpointLink& link : impl_->links) link.transport->Abort();
 }
 
 bool ForwardSink::closed() const { return impl_->stop.stop_requested(); }
@@ -942,8 +1094,11 @@ ForwardSink::State ForwardSink::state() const {
 const Counters& ForwardSink::counters() const { return impl_->counters; }
 
 PaceRate ForwardSink::pacing() const {
-  return impl_->deps.pacer->Current(impl_->deps.time->MonotonicNow());
+  const Endpoints& endpoints = *impl_->deps.endpoints;
+  return endpoints.at(endpoints.active()).pacer->Current(impl_->deps.time->MonotonicNow());
 }
+
+const Endpoints& ForwardSink::endpoints() const { return *impl_->deps.endpoints; }
 
 const ForwardOptions& ForwardSink::options() const { return impl_->options; }
 

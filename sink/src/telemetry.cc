@@ -101,6 +101,7 @@ JsonObject ToJsonObject(const Event& e) {
     o.Add("rate_bytes_per_s", e.rate_bytes_per_s);
     o.Add("rate_requests_per_s", e.rate_requests_per_s);
   }
+  if (!e.endpoint.empty()) o.Add("endpoint", e.endpoint);
   if (!e.message.empty()) o.Add("message", e.message);
   return o;
 }
@@ -131,6 +132,12 @@ DriverCountersSnapshot Snapshot(const DriverCounters& c) {
   return out;
 }
 
+EndpointCountersSnapshot Snapshot(const EndpointCounters& c) {
+  EndpointCountersSnapshot out;
+  FWDSINK_ENDPOINT_COUNTERS(FWDSINK_INTERNAL_LOAD, FWDSINK_INTERNAL_LOAD)
+  return out;
+}
+
 #undef FWDSINK_INTERNAL_LOAD
 
 namespace {
@@ -144,6 +151,7 @@ JsonObject CountersObject(const Snap& s) {
 
 JsonObject ToJsonObject(const CountersSnapshot& s) { return CountersObject(s); }
 JsonObject ToJsonObject(const DriverCountersSnapshot& s) { return CountersObject(s); }
+JsonObject ToJsonObject(const EndpointCountersSnapshot& s) { return CountersObject(s); }
 std::string ToJson(const CountersSnapshot& s) { return ToJsonObject(s).Dump(); }
 std::string ToJson(const DriverCountersSnapshot& s) { return ToJsonObject(s).Dump(); }
 

@@ -16,6 +16,7 @@
 #include "fwdsink/chunker.h"
 #include "fwdsink/clock.h"
 #include "fwdsink/codec.h"
+#include "fwdsink/endpoint_health.h"
 #include "fwdsink/gate.h"
 #include "fwdsink/pacer.h"
 #include "fwdsink/status.h"
@@ -52,7 +53,14 @@ struct BasicAuth {
 
 struct ForwardOptions {
   // Endpoint URL, http:// or https://, e.g. "https://ingest.example:8443/v1/ndjson".
+  // With fallback_urls, the primary.
   std::string url;
+  // Fallback endpoints, tried in order when the one in use fails (the daemon's second
+  // and later --url). Each has its own gate, pacer, connection and counters; a chunk
+  // keeps its bytes and key on every endpoint. @ref LLP 0019
+  std::vector<std::string> fallback_urls{};
+  // When to leave an endpoint and when to take the primary back (several URLs only).
+  FailoverPolicy failover{};
   // Header that carries the chunk's stable key "<partition>:<begin>-<end>".
   std::string idempotency_header = "Idempotency-Key";
   // Send that header (false: the key goes only in the URL query, below).
@@ -88,6 +96,10 @@ struct ForwardOptions {
 // Checks every field; returns OK, or a kInvalidConfig status naming the first bad one
 // in field() ("url", "chunker.chunk_bytes", "backpressure.ladder[1]", "zstd_level", ...).
 [[nodiscard]] Status Validate(const ForwardOptions& options);
+// Returns every endpoint URL in order: url, then fallback_urls.
+[[nodiscard]] std::vector<std::string> EndpointUrls(const ForwardOptions& options);
+
+class Endpoints;  // fwdsink/endpoints.h
 
 // Supplies bearer tokens. Called with force_refresh=false before the first request and
 // with true after a 401; returns nullopt when no token is available. Called on the
@@ -188,8 +200,8 @@ using PoisonCallback = std::function<bool(const PoisonedChunk&)>;
 // Injected collaborators; everything defaults to the real thing.
 //
 // Lifetimes: the objects `time` and `sleeper` point to are not owned, and must
-// outlive every ForwardSink (and Driver) created with these deps. The gate is shared
-// ownership. The callables are copied into the sink and called on the sending thread
+// outlive every ForwardSink (and Driver) created with these deps. The gate, the pacer
+// and the endpoints are shared ownership. The callables are copied into the sink and called on the sending thread
 // (the token provider, the event callback, the random source): whatever they capture
 // must outlive the sink.
 struct ForwardDeps {
@@ -203,9 +215,14 @@ struct ForwardDeps {
   // Jitter source, when policy.jitter > 0; default: a private generator seeded from
   // std::random_device (guarded: safe from any thread).
   UniformRandom random;
+  // Per-endpoint state (gate, pacer, token provider, counters, health) shared by every
+  // sender made from copies of these deps; default: Endpoints::Make(options, deps),
+  // whose primary takes `gate` and `pacer` above. @ref LLP 0019
+  std::shared_ptr<Endpoints> endpoints;
 };
 
-// Streams partitions to one endpoint.
+// Streams partitions to one endpoint, or to the one in use of a primary and its
+// fallbacks (ForwardOptions::fallback_urls). @ref LLP 0019
 //
 // Threads: ForwardPartition() runs on one thread at a time (the sender). Close(),
 // counters() and state() may be called from any thread. Close() is idempotent,
@@ -250,8 +267,11 @@ class ForwardSink {
   };
   [[nodiscard]] State state() const;
   [[nodiscard]] const Counters& counters() const;
-  // Returns the endpoint pacer's rate now and where it comes from. Any thread.
+  // Returns the pacer's rate now, of the endpoint in use, and where it comes from. Any
+  // thread.
   [[nodiscard]] PaceRate pacing() const;
+  // Returns the endpoints (one unless fallback URLs are set). Any thread.
+  [[nodiscard]] const Endpoints& endpoints() const;
   [[nodiscard]] const ForwardOptions& options() const;
 
  private:

@@ -120,6 +120,16 @@ inline constexpr std::string_view kDaemonStats = "daemon.stats";
 // The daemon is exiting. Fields: those of daemon.stats (rates 0), exit_code, why
 // ("once" | "signal"), signal (the signal number, when one stopped it).
 inline constexpr std::string_view kDaemonExit = "daemon.exit";
+// The endpoint in use was left for the next one (several --url). Fields: partition,
+// key, endpoint (the one left), status, reason ("failures" | "hold"), wait_ms (the wait
+// not taken there), message (names both endpoints). @ref LLP 0019#leave
+inline constexpr std::string_view kForwardFailover = "forward.failover";
+// A probe of the primary got a 2xx: the primary is in use again. Fields: partition,
+// key, endpoint (the primary), message. @ref LLP 0019#failback
+inline constexpr std::string_view kForwardFailback = "forward.failback";
+// A probe of the primary failed: the fallback stays in use, the chunk goes on to it.
+// Fields: partition, key, endpoint (the primary), status, reason, message.
+inline constexpr std::string_view kForwardProbeFailed = "forward.probe_failed";
 }  // namespace events
 
 // One structured event. Fields that do not apply are left at their defaults (0 /
@@ -141,6 +151,9 @@ struct Event {
   std::string message{};                  // a sentence for humans
   std::uint64_t rate_bytes_per_s = 0;     // forward.pacing only (rendered there, even 0)
   std::uint64_t rate_requests_per_s = 0;  // forward.pacing only
+  // The endpoint the event concerns (its URL, credentials redacted); set on the sink's
+  // events only when there are several endpoints. @ref LLP 0019
+  std::string endpoint{};
 };
 
 using EventCallback = std::function<void(const Event&)>;
@@ -235,7 +248,12 @@ class JsonObject {
   COUNTER(pacer_wait_ms, "Milliseconds of pacer waits taken (sum).")                         \
   GAUGE(pacing_bytes_per_s, "Pacing rate in wire bytes/s now (0: no byte limit).")           \
   GAUGE(pacing_requests_per_s, "Pacing rate in requests/s now, rounded up (0: no limit).")   \
-  GAUGE(pacing_source, "Where the pacing rate comes from: 0 none, 1 learned, 2 advertised.")
+  GAUGE(pacing_source, "Where the pacing rate comes from: 0 none, 1 learned, 2 advertised.")   \
+  COUNTER(failovers, "Times the endpoint in use was left for the next (several --url).")     \
+  COUNTER(failbacks, "Times a probe took the primary endpoint back.")                        \
+  COUNTER(probes, "Requests that probed the primary while a fallback was in use.")           \
+  COUNTER(probe_failures, "Probes of the primary that failed (the fallback stayed).")        \
+  GAUGE(endpoint_in_use, "Index of the endpoint the last request went to (0: the primary).")
 
 // The driver's counters (Driver::counters()).
 #define FWDSINK_DRIVER_COUNTERS(COUNTER, GAUGE)                                              \
@@ -255,6 +273,17 @@ class JsonObject {
   COUNTER(spool_repairs, "Spool folders recreated after they vanished.")                     \
   COUNTER(handover_changed, "Delivered partitions changed after hand-over (kept).")          \
   GAUGE(overload_level, "Current overload level: 0 = none, higher pauses longer between ticks.")
+
+// One endpoint's counters (several --url: Endpoints::at(i).counters), shared by every
+// sender to it. @ref LLP 0019
+#define FWDSINK_ENDPOINT_COUNTERS(COUNTER, GAUGE)                                            \
+  COUNTER(chunks_sent, "Requests carrying a chunk sent to this endpoint, retries included.") \
+  COUNTER(chunks_acked, "Chunks this endpoint acknowledged.")                                \
+  COUNTER(bytes_acked, "Raw bytes in the chunks this endpoint acknowledged.")                \
+  COUNTER(failures, "Transport errors and 5xx answers from this endpoint.")                  \
+  COUNTER(holds, "Backpressure answers (429/503 with a wait) from this endpoint.")           \
+  COUNTER(left, "Times this endpoint was left for another.")                                 \
+  COUNTER(probes, "Probes sent to this endpoint while a fallback was in use.")
 
 enum class CounterKind { kCounter, kGauge };
 [[nodiscard]] std::string_view to_string(CounterKind kind);
@@ -290,12 +319,23 @@ struct DriverCountersSnapshot {
   FWDSINK_DRIVER_COUNTERS(FWDSINK_INTERNAL_PLAIN_FIELD, FWDSINK_INTERNAL_PLAIN_FIELD)
 };
 
+// One endpoint's counters. Written by every sender to it, readable from any thread
+// (relaxed atomics, as Counters).
+struct EndpointCounters {
+  FWDSINK_ENDPOINT_COUNTERS(FWDSINK_INTERNAL_ATOMIC_FIELD, FWDSINK_INTERNAL_ATOMIC_FIELD)
+};
+// A plain copy of EndpointCounters.
+struct EndpointCountersSnapshot {
+  FWDSINK_ENDPOINT_COUNTERS(FWDSINK_INTERNAL_PLAIN_FIELD, FWDSINK_INTERNAL_PLAIN_FIELD)
+};
+
 #undef FWDSINK_INTERNAL_ATOMIC_FIELD
 #undef FWDSINK_INTERNAL_PLAIN_FIELD
 
 // Copies each counter (relaxed loads). Any thread.
 [[nodiscard]] CountersSnapshot Snapshot(const Counters& c);
 [[nodiscard]] DriverCountersSnapshot Snapshot(const DriverCounters& c);
+[[nodiscard]] EndpointCountersSnapshot Snapshot(const EndpointCounters& c);
 
 #define FWDSINK_INTERNAL_VISIT_COUNTER(name, help) \
   visit(CounterField{#name, CounterKind::kCounter, help, s.name});
@@ -311,6 +351,10 @@ template <class Visit>
 void ForEachCounter(const DriverCountersSnapshot& s, Visit&& visit) {
   FWDSINK_DRIVER_COUNTERS(FWDSINK_INTERNAL_VISIT_COUNTER, FWDSINK_INTERNAL_VISIT_GAUGE)
 }
+template <class Visit>
+void ForEachCounter(const EndpointCountersSnapshot& s, Visit&& visit) {
+  FWDSINK_ENDPOINT_COUNTERS(FWDSINK_INTERNAL_VISIT_COUNTER, FWDSINK_INTERNAL_VISIT_GAUGE)
+}
 
 #undef FWDSINK_INTERNAL_VISIT_COUNTER
 #undef FWDSINK_INTERNAL_VISIT_GAUGE
@@ -320,5 +364,6 @@ void ForEachCounter(const DriverCountersSnapshot& s, Visit&& visit) {
 [[nodiscard]] JsonObject ToJsonObject(const DriverCountersSnapshot& s);
 [[nodiscard]] std::string ToJson(const CountersSnapshot& s);
 [[nodiscard]] std::string ToJson(const DriverCountersSnapshot& s);
+[[nodiscard]] JsonObject ToJsonObject(const EndpointCountersSnapshot& s);
 
 }  // namespace fwdsink
