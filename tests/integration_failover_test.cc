@@ -102,5 +102,27 @@ TEST_CASE("failover twin: a healthy primary is never left") {
   CHECK(fallback.received_rows().empty());
 }
 
+TEST_CASE("the failover flags: a bad value exits 64 naming the flag") {
+  const fs::path dir = CentralProcess::ScratchDir("failover_flags");
+  const std::vector<std::string> base = {"forward", "--spool", (dir / "spool").string(), "--once",
+                                         "--url", "http://127.0.0.1:9/a"};
+  const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
+      {{"--url", "ftp://x/"}, "--url"},
+      {{"--url", "http://127.0.0.1:9/a"}, "--url"},  // the same URL twice
+      {{"--failover-after", "0"}, "--failover-after"},
+      {{"--failback-after", "x"}, "--failback-after"},
+      {{"--failover-failures", "0"}, "--failover-failures"},
+  };
+  int i = 0;
+  for (const auto& [extra, flag] : cases) {
+    auto args = base;
+    args.insert(args.end(), extra.begin(), extra.end());
+    DaemonProcess d(dir, "flags" + std::to_string(i++), args);
+    CAPTURE(flag);
+    CHECK(d.Wait(seconds(10)) == 64);
+    CHECK(d.err().find(flag) != std::string::npos);
+  }
+}
+
 }  // namespace
 }  // namespace fwdsink::test
