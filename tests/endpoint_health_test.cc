@@ -176,7 +176,7 @@ TEST_CASE("EndpointHealth never flaps faster than failback_after") {
     }
     clock.Advance(seconds{1});
   }
-  CHECK(switches > 10);       // it does come back, again and again
+  CHECK(switches > 10);          // it does come back, again and again
   CHECK(switches <= 3600 / 60);  // and never more often than once a minute
 }
 

@@ -66,7 +66,8 @@ struct Harness {
     REQUIRE_MESSAGE(created.ok(), created.status().ToString());
     return std::move(created).value();
   }
-  fwdsink::ForwardResult Forward(const std::filesystem::path& path, fwdsink::ForwardSink* s = nullptr) {
+  fwdsink::ForwardResult Forward(const std::filesystem::path& path,
+                                 fwdsink::ForwardSink* s = nullptr) {
     return (s ? s : sink.get())->ForwardPartition("p1", path, 0, [](const auto&) { return true; });
   }
   int Count(std::string_view name) const {

@@ -31,11 +31,32 @@ TEST_CASE("failover: primary stopped mid-run, fallback takes over, primary taken
   REQUIRE(rows > 10000);
 
   DaemonProcess daemon(dir, "daemon",
-                       {"forward", "--spool", spool.string(), "--url", Url(primary_port), "--url",
-                        Url(fallback.port()), "--chunk-bytes", "16k", "--ladder", "0.1",
-                        "--jitter", "0", "--poll", "0.1", "--failover-after", "1",
-                        "--failback-after", "1", "--connect-timeout", "1", "--read-timeout",
-                        "2", "--log-json", "--stats-interval", "0.5"});
+                       {"forward",
+                        "--spool",
+                        spool.string(),
+                        "--url",
+                        Url(primary_port),
+                        "--url",
+                        Url(fallback.port()),
+                        "--chunk-bytes",
+                        "16k",
+                        "--ladder",
+                        "0.1",
+                        "--jitter",
+                        "0",
+                        "--poll",
+                        "0.1",
+                        "--failover-after",
+                        "1",
+                        "--failback-after",
+                        "1",
+                        "--connect-timeout",
+                        "1",
+                        "--read-timeout",
+                        "2",
+                        "--log-json",
+                        "--stats-interval",
+                        "0.5"});
   REQUIRE(daemon.started());
 
   // Stop the primary once it holds a fifth of the rows.
@@ -67,10 +88,10 @@ TEST_CASE("failover: primary stopped mid-run, fallback takes over, primary taken
                   << across.rows_at_both << ", chunks at both " << across.chunks_at_both
                   << "; failovers " << c["failovers"] << ", failbacks " << c["failbacks"]
                   << ", probes " << c["probes"] << " (" << c["probe_failures"] << " failed)");
-  CHECK(across.distinct_rows == rows);           // every row arrived
-  CHECK(c["failovers"].get<int>() >= 1);         // the fallback took over
-  CHECK(c["failbacks"].get<int>() >= 1);         // and the primary was taken back
-  CHECK(across.rows_a > at_stop);                // it stored rows again after the restart
+  CHECK(across.distinct_rows == rows);    // every row arrived
+  CHECK(c["failovers"].get<int>() >= 1);  // the fallback took over
+  CHECK(c["failbacks"].get<int>() >= 1);  // and the primary was taken back
+  CHECK(across.rows_a > at_stop);         // it stored rows again after the restart
   CHECK(across.rows_b > 0);
   // One sender: at most one chunk in flight at each switch.
   CHECK(across.chunks_at_both <= switches);
@@ -90,10 +111,10 @@ TEST_CASE("failover twin: a healthy primary is never left") {
   REQUIRE(fallback.Start());
   const fs::path spool = dir / "spool";
   const std::uint64_t rows = GenerateSpool(dir, spool, "1m", "3");
-  DaemonProcess daemon(dir, "daemon",
-                       {"forward", "--spool", spool.string(), "--once", "--url",
-                        Url(primary.port()), "--url", Url(fallback.port()), "--chunk-bytes", "16k",
-                        "--failback-after", "0.1", "--log-json"});
+  DaemonProcess daemon(
+      dir, "daemon",
+      {"forward", "--spool", spool.string(), "--once", "--url", Url(primary.port()), "--url",
+       Url(fallback.port()), "--chunk-bytes", "16k", "--failback-after", "0.1", "--log-json"});
   REQUIRE(daemon.Wait(seconds(60)) == 0);
   const nlohmann::json exit = ExitLine(daemon.err());
   CHECK(exit["counters"]["failovers"] == 0);
@@ -104,8 +125,8 @@ TEST_CASE("failover twin: a healthy primary is never left") {
 
 TEST_CASE("the failover flags: a bad value exits 64 naming the flag") {
   const fs::path dir = CentralProcess::ScratchDir("failover_flags");
-  const std::vector<std::string> base = {"forward", "--spool", (dir / "spool").string(), "--once",
-                                         "--url", "http://127.0.0.1:9/a"};
+  const std::vector<std::string> base = {"forward", "--spool", (dir / "spool").string(),
+                                         "--once",  "--url",   "http://127.0.0.1:9/a"};
   const std::vector<std::pair<std::vector<std::string>, std::string>> cases = {
       {{"--url", "ftp://x/"}, "--url"},
       {{"--url", "http://127.0.0.1:9/a"}, "--url"},  // the same URL twice

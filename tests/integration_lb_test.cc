@@ -115,8 +115,7 @@ TEST_CASE("behind nginx: one backend killed mid-run, every row at least once") {
   DaemonProcess daemon(dir, "daemon",
                        {"forward", "--spool", spool.string(), "--url",
                         "http://127.0.0.1:" + std::to_string(port) + "/ingest", "--chunk-bytes",
-                        "16k", "--ladder", "0.1", "--jitter", "0", "--poll", "0.1",
-                        "--log-json"});
+                        "16k", "--ladder", "0.1", "--jitter", "0", "--poll", "0.1", "--log-json"});
   REQUIRE(daemon.started());
   // Kill one backend (no goodbye) once both hold rows.
   REQUIRE(WaitFor([&] { return a.received_rows().size() + b.received_rows().size() > rows / 4; },
@@ -133,11 +132,11 @@ TEST_CASE("behind nginx: one backend killed mid-run, every row at least once") {
 
   const AcrossTwo across = Across(a, b);
   const nlohmann::json exit = ExitLine(daemon.err());
-  MESSAGE("rows " << rows << ": a " << across.rows_a << ", b " << across.rows_b
-                  << "; rows at both " << across.rows_at_both << ", chunks at both "
-                  << across.chunks_at_both << "; daemon transport errors "
-                  << exit["counters"]["transport_errors"] << ", 5xx "
-                  << exit["counters"]["other_5xx"] << "+" << exit["counters"]["status_503"]);
+  MESSAGE("rows " << rows << ": a " << across.rows_a << ", b " << across.rows_b << "; rows at both "
+                  << across.rows_at_both << ", chunks at both " << across.chunks_at_both
+                  << "; daemon transport errors " << exit["counters"]["transport_errors"]
+                  << ", 5xx " << exit["counters"]["other_5xx"] << "+"
+                  << exit["counters"]["status_503"]);
   CHECK(across.distinct_rows == rows);  // every row at least once across the two
   CHECK(across.rows_a > 0);
   CHECK(across.rows_b > 0);

@@ -56,8 +56,8 @@ inline std::set<std::string> StoredKeys(const CentralProcess& c) {
 
 // What two receivers hold together.
 struct AcrossTwo {
-  std::uint64_t distinct_rows = 0;  // distinct seqs stored at either
-  std::uint64_t rows_at_both = 0;   // seqs stored at both
+  std::uint64_t distinct_rows = 0;   // distinct seqs stored at either
+  std::uint64_t rows_at_both = 0;    // seqs stored at both
   std::uint64_t chunks_at_both = 0;  // keys stored at both
   std::uint64_t rows_a = 0, rows_b = 0;
 };

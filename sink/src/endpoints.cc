@@ -7,8 +7,7 @@ namespace fwdsink {
 
 Endpoints::Endpoints(FailoverPolicy policy, std::size_t n) : health_(policy, n) {}
 
-std::shared_ptr<Endpoints> Endpoints::Make(const ForwardOptions& options,
-                                           const ForwardDeps& deps) {
+std::shared_ptr<Endpoints> Endpoints::Make(const ForwardOptions& options, const ForwardDeps& deps) {
   const std::vector<std::string> urls = EndpointUrls(options);
   std::shared_ptr<Endpoints> made(new Endpoints(options.failover, urls.size()));
   PacingPolicy pacing = options.pacing;

@@ -235,7 +235,7 @@ std::string BasicAuthorizationFor(const ForwardOptions& o, const Endpoint& ep) {
 struct EndpointLink {
   std::unique_ptr<HttpTransport> transport;
   std::optional<std::string> token = {};  // sender thread only
-  std::string basic_authorization = {};  // "Basic ..." or empty; never logged
+  std::string basic_authorization = {};   // "Basic ..." or empty; never logged
 };
 
 // Everything a sink keeps between calls; the public class is its handle.
@@ -1062,8 +1062,8 @@ Result<std::unique_ptr<ForwardSink>> ForwardSink::Create(ForwardOptions options,
   deps.gate = deps.endpoints->at(0).gate;
   deps.pacer = deps.endpoints->at(0).pacer;
   if (!deps.random) deps.random = MakeDefaultRandom();
-  return std::unique_ptr<ForwardSink>(new ForwardSink(std::make_unique<Impl>(
-      std::move(options), std::move(deps), std::move(links).value())));
+  return std::unique_ptr<ForwardSink>(new ForwardSink(
+      std::make_unique<Impl>(std::move(options), std::move(deps), std::move(links).value())));
 }
 
 ForwardSink::ForwardSink(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}

@@ -201,9 +201,9 @@ using PoisonCallback = std::function<bool(const PoisonedChunk&)>;
 //
 // Lifetimes: the objects `time` and `sleeper` point to are not owned, and must
 // outlive every ForwardSink (and Driver) created with these deps. The gate, the pacer
-// and the endpoints are shared ownership. The callables are copied into the sink and called on the sending thread
-// (the token provider, the event callback, the random source): whatever they capture
-// must outlive the sink.
+// and the endpoints are shared ownership. The callables are copied into the sink and
+// called on the sending thread (the token provider, the event callback, the random
+// source): whatever they capture must outlive the sink.
 struct ForwardDeps {
   TimeSource* time = nullptr;          // Not owned. Default: RealTimeSource()
   Sleeper* sleeper = nullptr;          // Not owned. Default: RealSleeper()

@@ -248,7 +248,7 @@ class JsonObject {
   COUNTER(pacer_wait_ms, "Milliseconds of pacer waits taken (sum).")                         \
   GAUGE(pacing_bytes_per_s, "Pacing rate in wire bytes/s now (0: no byte limit).")           \
   GAUGE(pacing_requests_per_s, "Pacing rate in requests/s now, rounded up (0: no limit).")   \
-  GAUGE(pacing_source, "Where the pacing rate comes from: 0 none, 1 learned, 2 advertised.")   \
+  GAUGE(pacing_source, "Where the pacing rate comes from: 0 none, 1 learned, 2 advertised.") \
   COUNTER(failovers, "Times the endpoint in use was left for the next (several --url).")     \
   COUNTER(failbacks, "Times a probe took the primary endpoint back.")                        \
   COUNTER(probes, "Requests that probed the primary while a fallback was in use.")           \
