@@ -120,6 +120,11 @@ inline constexpr std::string_view kDaemonStats = "daemon.stats";
 // The daemon is exiting. Fields: those of daemon.stats (rates 0), exit_code, why
 // ("once" | "signal"), signal (the signal number, when one stopped it).
 inline constexpr std::string_view kDaemonExit = "daemon.exit";
+// The concurrency limit fell (a 429/503, a transport error or a rising round trip), or
+// rose to its ceiling (rises below it are only counted). Fields: reason ("backpressure"
+// | "error" | "rtt_rising" | "latency_bound"), begin (the limit before), end (the limit
+// after), message. @ref LLP 0018#visible
+inline constexpr std::string_view kDriverConcurrency = "driver.concurrency";
 }  // namespace events
 
 // One structured event. Fields that do not apply are left at their defaults (0 /
@@ -254,7 +259,11 @@ class JsonObject {
   COUNTER(quarantined, "ready/ entries moved to quarantine/ (links, FIFOs, bad names).")     \
   COUNTER(spool_repairs, "Spool folders recreated after they vanished.")                     \
   COUNTER(handover_changed, "Delivered partitions changed after hand-over (kept).")          \
-  GAUGE(overload_level, "Current overload level: 0 = none, higher pauses longer between ticks.")
+  GAUGE(overload_level, "Current overload level: 0 = none, higher pauses longer between ticks.") \
+  GAUGE(concurrency_limit, "Partitions allowed in flight at once now (the adaptive limit).")  \
+  GAUGE(senders_busy, "Senders holding a partition now.")                                   \
+  COUNTER(concurrency_increases, "Rises of the concurrency limit (latency-bound windows).")   \
+  COUNTER(concurrency_decreases, "Falls of the concurrency limit (refusals, errors, RTT).")
 
 enum class CounterKind { kCounter, kGauge };
 [[nodiscard]] std::string_view to_string(CounterKind kind);
