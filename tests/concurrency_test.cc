@@ -45,7 +45,7 @@ TEST_CASE("AdaptiveLimit validates its policy, naming the field") {
 
 TEST_CASE("AdaptiveLimit rises by one per latency-bound window, up to the ceiling") {
   FakeClock clock;
-  AdaptiveLimit l(ConcurrencyPolicy{.max = kCeiling});
+  AdaptiveLimit l(ConcurrencyPolicy{.max = kCeiling, .slow_start = false});
   CHECK(l.limit() == 1);
   CHECK_FALSE(Round(l, clock, kRtt).has_value());  // opens the first window
   // Steady 100 ms round trips, every slot busy: 1, 2, 3, ... 8.
@@ -62,9 +62,29 @@ TEST_CASE("AdaptiveLimit rises by one per latency-bound window, up to the ceilin
   SUBCASE("the baseline follows the round trip") { CHECK(l.baseline() == microseconds{100'000}); }
 }
 
-TEST_CASE("AdaptiveLimit does not rise when the slots are not all used") {
+TEST_CASE("AdaptiveLimit doubles until the first fall, then adds one") {
   FakeClock clock;
   AdaptiveLimit l(ConcurrencyPolicy{.max = kCeiling});
+  (void)Round(l, clock, kRtt);  // opens the first window
+  const std::size_t want[] = {2, 4, 8, 8};  // no increase past the ceiling
+  for (const std::size_t w : want) {
+    (void)Round(l, clock, kRtt);
+    CHECK(l.limit() == w);
+  }
+  clock.Advance(milliseconds{10});
+  (void)l.Observe(clock.MonotonicNow(), kRtt, RequestSignal::kBackpressure, 8);
+  REQUIRE(l.limit() == 4);
+  (void)Round(l, clock, kRtt);  // the window of the refusal: no growth
+  const std::size_t after[] = {5, 6, 7, 8, 8};
+  for (const std::size_t w : after) {
+    (void)Round(l, clock, kRtt);
+    CHECK(l.limit() == w);
+  }
+}
+
+TEST_CASE("AdaptiveLimit does not rise when the slots are not all used") {
+  FakeClock clock;
+  AdaptiveLimit l(ConcurrencyPolicy{.max = kCeiling, .slow_start = false});
   for (int i = 0; i < 5; ++i) (void)Round(l, clock, kRtt);
   REQUIRE(l.limit() == 5);
   // Only two partitions left: two in flight. The first of them ends the last full
@@ -81,7 +101,7 @@ TEST_CASE("AdaptiveLimit does not rise when the slots are not all used") {
 
 TEST_CASE("AdaptiveLimit halves on a 429/503 and on a transport error, once per window") {
   FakeClock clock;
-  AdaptiveLimit l(ConcurrencyPolicy{.max = kCeiling});
+  AdaptiveLimit l(ConcurrencyPolicy{.max = kCeiling, .slow_start = false});
   for (int i = 0; i < 8; ++i) (void)Round(l, clock, kRtt);
   REQUIRE(l.limit() == 8);
   clock.Advance(milliseconds{10});
@@ -111,7 +131,7 @@ TEST_CASE("AdaptiveLimit halves on a 429/503 and on a transport error, once per 
 
 TEST_CASE("AdaptiveLimit stays at 1 under sustained backpressure") {
   FakeClock clock;
-  AdaptiveLimit l(ConcurrencyPolicy{.max = kCeiling});
+  AdaptiveLimit l(ConcurrencyPolicy{.max = kCeiling, .slow_start = false});
   for (int i = 0; i < 8; ++i) (void)Round(l, clock, kRtt);
   REQUIRE(l.limit() == 8);
   // Every window has a refusal among its accepted requests: 8, 4, 2, 1, 1, 1...
@@ -129,7 +149,7 @@ TEST_CASE("AdaptiveLimit stays at 1 under sustained backpressure") {
 
 TEST_CASE("AdaptiveLimit falls when the round trip rises, and not on a steady one") {
   FakeClock clock;
-  AdaptiveLimit l(ConcurrencyPolicy{.max = kCeiling});
+  AdaptiveLimit l(ConcurrencyPolicy{.max = kCeiling, .slow_start = false});
   for (int i = 0; i < 6; ++i) (void)Round(l, clock, kRtt);
   REQUIRE(l.limit() == 6);
   SUBCASE("the round trip doubles: queueing, halve") {
@@ -156,7 +176,7 @@ TEST_CASE("AdaptiveLimit falls when the round trip rises, and not on a steady on
 
 TEST_CASE("AdaptiveLimit does not grow while the pacer holds requests") {
   FakeClock clock;
-  AdaptiveLimit l(ConcurrencyPolicy{.max = kCeiling});
+  AdaptiveLimit l(ConcurrencyPolicy{.max = kCeiling, .slow_start = false});
   // Each window: round trips that did not wait, and one the pacer held.
   for (int i = 0; i < 10; ++i) {
     (void)Round(l, clock, kRtt);

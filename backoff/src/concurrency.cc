@@ -22,7 +22,7 @@ Status Validate(const ConcurrencyPolicy& p) {
 }
 
 AdaptiveLimit::AdaptiveLimit(ConcurrencyPolicy policy)
-    : policy_(policy), limit_(policy.adaptive ? 1 : policy.max) {
+    : policy_(policy), limit_(policy.adaptive ? 1 : policy.max), slow_start_(policy.slow_start) {
   FWDSINK_DCHECK(Validate(policy_).ok());
 }
 
@@ -81,6 +81,7 @@ std::optional<LimitChange> AdaptiveLimit::Observe(MonotonicTime now, std::chrono
 
 std::optional<LimitChange> AdaptiveLimit::Decrease(std::string_view why) {
   window_.decreased = true;
+  slow_start_ = false;
   const std::size_t from = limit_;
   const auto scaled = static_cast<std::size_t>(std::floor(static_cast<double>(from) * policy_.decrease));
   limit_ = std::max<std::size_t>(1, scaled);
@@ -99,9 +100,10 @@ std::optional<LimitChange> AdaptiveLimit::CloseWindow(MonotonicTime now) {
       change = Decrease("rtt_rising");
     } else if (!rising && !window_.pushed_back && !window_.decreased &&
                window_.max_in_flight >= limit_ && limit_ < policy_.max) {
-      // Every slot was busy and the round trip held: latency-bound, one more helps.
-      change = LimitChange{.from = limit_, .to = limit_ + 1, .why = "latency_bound"};
-      limit_ += 1;
+      // Every slot was busy and the round trip held: latency-bound, more would help.
+      const std::size_t to = std::min(policy_.max, slow_start_ ? 2 * limit_ : limit_ + 1);
+      change = LimitChange{.from = limit_, .to = to, .why = "latency_bound"};
+      limit_ = to;
     }
     baseline_us_ = baseline_us_ > 0
                        ? baseline_us_ + policy_.baseline_weight * (mean - baseline_us_)

@@ -15,10 +15,11 @@ namespace fwdsink {
 
 // How the limit moves. With the defaults it starts at 1; at the end of each window
 // (one baseline round trip, at least 50 ms) in which every slot was used, nothing was
-// refused and the mean round trip stayed within 1.5 x the baseline, it goes up by one
-// (additive increase: 1, 2, 3, ... 8, no increase past the ceiling). A 429/503, a
-// transport error or a window whose mean round trip passed 1.5 x the baseline halves
-// it (8, 4, 2, 1, 1: never below one), at most once per window.
+// refused and the mean round trip stayed within 1.5 x the baseline, it grows: doubling
+// until the first fall (slow start: 1, 2, 4, 8), then by one (additive increase: 4, 5,
+// 6, ... 8, no increase past the ceiling). A 429/503, a transport error or a window
+// whose mean round trip passed 1.5 x the baseline halves it (8, 4, 2, 1, 1: never below
+// one), at most once per window.
 // @ref LLP 0018#signals
 struct ConcurrencyPolicy {
   // true: AIMD between 1 and `max` (--concurrency adaptive). false: always `max`
@@ -31,6 +32,9 @@ struct ConcurrencyPolicy {
   double rtt_tolerance = 0.5;
   // Multiplicative decrease, in (0, 1).
   double decrease = 0.5;
+  // Double per latency-bound window until the first decrease (a backlog at 100 ms of
+  // round trip reaches 8 in three windows, not seven), then add one.
+  bool slow_start = true;
   // Weight of a window's mean round trip in the baseline's moving average, in (0, 1].
   double baseline_weight = 0.3;
   // Shortest window; a window lasts one baseline round trip, never less than this.
@@ -95,6 +99,7 @@ class AdaptiveLimit {
   mutable std::mutex mu_;
   std::size_t limit_;           // guarded by mu_
   double baseline_us_ = 0;      // guarded by mu_; 0: none yet
+  bool slow_start_;             // guarded by mu_; until the first decrease
   Window window_;               // guarded by mu_
 };
 
