@@ -110,7 +110,7 @@ TEST_CASE("AdaptiveConcurrencyRisesWhileLatencyBoundAndDeliversEveryRowOnce") {
   CHECK(std::set<std::string>(rows.begin(), rows.end()).size() == rows.size());
   // The limit went up (latency-bound, nothing refused) and reached the ceiling.
   const auto& c = run.driver->counters();
-  CHECK(c.concurrency_increases >= 3);
+  CHECK(c.concurrency_increases >= 2);  // slow start: 1, 2, 4
   CHECK(c.concurrency_limit == 4);
   CHECK(c.concurrency_decreases == 0);
   CHECK(run.Events(fwdsink::events::kDriverConcurrency).size() == 1);  // reaching 4
