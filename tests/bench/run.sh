@@ -906,9 +906,9 @@ make_parts() {
     parts+="$file "; parts_rows=$((parts_rows + ${rows_of[$tag-$i]}))
   done
 }
-# wan_run TAG DELAY_MS CONCURRENCY -> wan_wall; every row exactly once, or it dies.
+# wan_run TAG DELAY_MS CONCURRENCY [CHUNK] -> wan_wall; every row exactly once, or it dies.
 wan_run() {
-  local tag=$1 delay=$2 conc=$3 d=$work/$1
+  local tag=$1 delay=$2 conc=$3 chunk=${4:-$CHUNK} d=$work/$1
   start_central "$d/central"
   local target=$port proxy_pid=""
   if ((delay > 0)); then
@@ -922,7 +922,7 @@ wan_run() {
   new_spool "$d/spool" $parts
   local t0 rc=0; t0=$(date +%s.%N)
   "$daemon" forward --spool "$d/spool" --url "http://127.0.0.1:$target/ingest" --once \
-            --chunk-bytes "$CHUNK" --concurrency "$conc" 2>"$d/daemon.log" || rc=$?
+            --chunk-bytes "$chunk" --concurrency "$conc" 2>"$d/daemon.log" || rc=$?
   wan_wall=$(calc "$(date +%s.%N) - $t0" 2)
   [[ -n $proxy_pid ]] && { kill "$proxy_pid" 2>/dev/null; wait "$proxy_pid" 2>/dev/null || true; }
   ((rc == 0)) || die "$tag: fwdsink exited $rc: $(tail -3 "$d/daemon.log")"
@@ -952,6 +952,19 @@ if want 13; then
   row "13c. $total, no added latency: drain, adaptive" "$m0 s" "$m01 s (--concurrency 1)" "$(calc "$m0 / $m01")x" \
       "≤ 1.0x (no regression)" "$(met "$(calc "$m0 / $m01" 3)" '<=' 1.05)"
   for ((i = 1; i <= WAN_PARTS; i++)); do rm -f "$work/data/wan-$i.ndjson"; done
+  # One large partition (LLP 0018#single-partition): concurrency cannot help; bigger
+  # chunks can. The same bytes in one file, 1 MiB (default) vs 8 MiB chunks.
+  make_file wan1 $((WAN_PART_BYTES * WAN_PARTS)) 250
+  parts=$file parts_rows=${rows_of[wan1]}
+  s1=() s8=()
+  for ((i = 1; i <= runs; i++)); do
+    wan_run "f13-one-1m-$i" "$WAN_DELAY_MS" adaptive; s1+=("$wan_wall")
+    wan_run "f13-one-8m-$i" "$WAN_DELAY_MS" adaptive $((8 * MiB)); s8+=("$wan_wall")
+  done
+  m1=$(median "${s1[@]}") m8=$(median "${s8[@]}")
+  row "13d. one $total partition, 100 ms added RTT: drain, --chunk-bytes 8m" "$m8 s" "$m1 s (1 MiB chunks)" \
+      "$(calc "$m8 / $m1")x" "info" "-"
+  rm -f "$file"
 fi
 
 if want 14 && { ((smoke == 0)) || [[ -n $only ]]; }; then
