@@ -65,7 +65,7 @@ TEST_CASE("AdaptiveLimit rises by one per latency-bound window, up to the ceilin
 TEST_CASE("AdaptiveLimit doubles until the first fall, then adds one") {
   FakeClock clock;
   AdaptiveLimit l(ConcurrencyPolicy{.max = kCeiling});
-  (void)Round(l, clock, kRtt);  // opens the first window
+  (void)Round(l, clock, kRtt);              // opens the first window
   const std::size_t want[] = {2, 4, 8, 8};  // no increase past the ceiling
   for (const std::size_t w : want) {
     (void)Round(l, clock, kRtt);

@@ -65,7 +65,8 @@ namespace {
 void AddPartition(const std::filesystem::path& spool, const std::string& name, int rows) {
   std::filesystem::create_directories(spool / "ready");
   std::string text;
-  for (int i = 0; i < rows; ++i) text += "{\"p\":\"" + name + "\",\"i\":" + std::to_string(i) + "}\n";
+  for (int i = 0; i < rows; ++i)
+    text += "{\"p\":\"" + name + "\",\"i\":" + std::to_string(i) + "}\n";
   REQUIRE(fwdsink::test::WriteFile(spool / "ready" / (name + ".ndjson"), text));
 }
 

@@ -46,8 +46,8 @@ std::optional<LimitChange> AdaptiveLimit::Observe(MonotonicTime now, std::chrono
   if (!policy_.adaptive) return std::nullopt;
   std::lock_guard lock(mu_);
   // A window that saw nothing (idle between passes) starts afresh at the next sample.
-  if (!window_.started || (window_.samples == 0 && !window_.pushed_back &&
-                           now - window_.start > WindowLength())) {
+  if (!window_.started ||
+      (window_.samples == 0 && !window_.pushed_back && now - window_.start > WindowLength())) {
     window_ = Window{.start = now, .started = true};
   }
   // The window closes before this request is counted: a window holds the requests that
@@ -70,7 +70,8 @@ std::optional<LimitChange> AdaptiveLimit::Observe(MonotonicTime now, std::chrono
       // end, but once per window however many senders saw it. @ref LLP 0018#signals
       window_.pushed_back = true;
       if (!window_.decreased) {
-        if (auto fell = Decrease(signal == RequestSignal::kBackpressure ? "backpressure" : "error")) {
+        if (auto fell =
+                Decrease(signal == RequestSignal::kBackpressure ? "backpressure" : "error")) {
           change = fell;
         }
       }
@@ -83,7 +84,8 @@ std::optional<LimitChange> AdaptiveLimit::Decrease(std::string_view why) {
   window_.decreased = true;
   slow_start_ = false;
   const std::size_t from = limit_;
-  const auto scaled = static_cast<std::size_t>(std::floor(static_cast<double>(from) * policy_.decrease));
+  const auto scaled =
+      static_cast<std::size_t>(std::floor(static_cast<double>(from) * policy_.decrease));
   limit_ = std::max<std::size_t>(1, scaled);
   if (limit_ == from) return std::nullopt;
   return LimitChange{.from = from, .to = limit_, .why = why};
@@ -105,9 +107,8 @@ std::optional<LimitChange> AdaptiveLimit::CloseWindow(MonotonicTime now) {
       change = LimitChange{.from = limit_, .to = to, .why = "latency_bound"};
       limit_ = to;
     }
-    baseline_us_ = baseline_us_ > 0
-                       ? baseline_us_ + policy_.baseline_weight * (mean - baseline_us_)
-                       : mean;
+    baseline_us_ =
+        baseline_us_ > 0 ? baseline_us_ + policy_.baseline_weight * (mean - baseline_us_) : mean;
   }
   window_ = Window{.start = now, .started = true};
   return change;

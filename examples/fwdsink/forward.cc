@@ -245,8 +245,9 @@ std::string SendersText(const fwdsink::Driver& d) {
   using Phase = fwdsink::ForwardSink::State::Phase;
   std::optional<fwdsink::ForwardSink::State> shown;
   for (auto& st : d.sender_states()) {
-    const bool better = !shown || (st.phase == Phase::kWaiting &&
-                                   (shown->phase != Phase::kWaiting || st.until > shown->until)) ||
+    const bool better = !shown ||
+                        (st.phase == Phase::kWaiting &&
+                         (shown->phase != Phase::kWaiting || st.until > shown->until)) ||
                         (st.phase == Phase::kSending && shown->phase == Phase::kIdle);
     if (better) shown = std::move(st);
   }

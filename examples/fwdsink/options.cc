@@ -326,7 +326,7 @@ namespace {
 // --concurrency adaptive|N and --max-concurrency N: adaptive up to the ceiling, or a
 // fixed N (the ceiling then does not apply). @ref LLP 0018#flags
 std::optional<UsageError> ApplyConcurrency(const std::string& mode, std::uint64_t ceiling,
-                                            fwdsink::ConcurrencyPolicy& p) {
+                                           fwdsink::ConcurrencyPolicy& p) {
   if (ceiling > 1024) return UsageError{"--max-concurrency", "is out of range (1..1024)"};
   if (mode == "adaptive") {
     p.adaptive = true;

@@ -180,7 +180,8 @@ Status Driver::Impl::MakeLanes() {
   for (std::size_t i = 0; i < options.concurrency.max; ++i) {
     auto sink = ForwardSink::Create(options.forward, sender_deps);
     if (!sink.ok()) return sink.status().WithFieldPrefix("forward");
-    lanes.push_back(Lane{.sink = std::move(*sink), .cursors = std::make_unique<CursorWriter>(spool)});
+    lanes.push_back(
+        Lane{.sink = std::move(*sink), .cursors = std::make_unique<CursorWriter>(spool)});
   }
   return OkStatus();
 }
@@ -360,8 +361,7 @@ void Driver::Impl::ForwardOne(Lane& lane, const ReadyPartition& p, TickReport& r
 }
 
 // Carries out what the sink's outcome means for the partition and the tick.
-void Driver::Impl::Conclude(const ReadyPartition& p, const ForwardResult& r,
-                            TickReport& report) {
+void Driver::Impl::Conclude(const ReadyPartition& p, const ForwardResult& r, TickReport& report) {
   switch (r.outcome) {
     case Outcome::kDelivered: return Delivered(p, r, report);
     case Outcome::kPoisoned:  // DeadLetter() could not write it, and said so
@@ -635,8 +635,8 @@ void Driver::Impl::Sample(Lane& lane, const AckedChunk& a) {
     // A round trip that waited (pacer, gate, ladder, Retry-After) measures the wait, not
     // the path: it is no latency sample, and the limit does not grow on it.
     const auto rtt = std::chrono::duration_cast<std::chrono::microseconds>(now - lane.mark);
-    Observe(rtt, pushed != lane.pushed_back_at_mark ? RequestSignal::kPaced
-                                                     : RequestSignal::kAccepted);
+    Observe(rtt,
+            pushed != lane.pushed_back_at_mark ? RequestSignal::kPaced : RequestSignal::kAccepted);
   }
   lane.mark = now;
   lane.pushed_back_at_mark = pushed;

@@ -41,7 +41,7 @@ class SenderSlots {
   std::function<std::size_t()> limit_;
   mutable std::mutex mu_;
   std::condition_variable_any cv_;
-  std::size_t busy_ = 0;     // guarded by mu_
+  std::size_t busy_ = 0;      // guarded by mu_
   std::size_t resuming_ = 0;  // senders waiting in Yield(); guarded by mu_
 };
 

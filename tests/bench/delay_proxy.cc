@@ -66,7 +66,8 @@ void Pump(int from, int to, std::chrono::milliseconds delay) {
   std::vector<char> buf(256 * 1024);
   for (;;) {
     const ssize_t n = ::recv(from, buf.data(), buf.size(), 0);
-    Piece p{Clock::now() + delay, n > 0 ? std::string(buf.data(), static_cast<std::size_t>(n)) : ""};
+    Piece p{Clock::now() + delay,
+            n > 0 ? std::string(buf.data(), static_cast<std::size_t>(n)) : ""};
     {
       std::lock_guard lock(mu);
       queue.push_back(std::move(p));
@@ -109,9 +110,12 @@ int main(int argc, char** argv) {
   long delay_ms = 50;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
-    if (a == "--listen-port-file") port_file = argv[i + 1];
-    else if (a == "--to") to = argv[i + 1];
-    else if (a == "--delay-ms") delay_ms = std::strtol(argv[i + 1], nullptr, 10);
+    if (a == "--listen-port-file")
+      port_file = argv[i + 1];
+    else if (a == "--to")
+      to = argv[i + 1];
+    else if (a == "--delay-ms")
+      delay_ms = std::strtol(argv[i + 1], nullptr, 10);
   }
   const auto colon = to.rfind(':');
   if (port_file.empty() || colon == std::string::npos || delay_ms < 0) {

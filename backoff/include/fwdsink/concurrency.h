@@ -97,10 +97,10 @@ class AdaptiveLimit {
 
   const ConcurrencyPolicy policy_;
   mutable std::mutex mu_;
-  std::size_t limit_;           // guarded by mu_
-  double baseline_us_ = 0;      // guarded by mu_; 0: none yet
-  bool slow_start_;             // guarded by mu_; until the first decrease
-  Window window_;               // guarded by mu_
+  std::size_t limit_;       // guarded by mu_
+  double baseline_us_ = 0;  // guarded by mu_; 0: none yet
+  bool slow_start_;         // guarded by mu_; until the first decrease
+  Window window_;           // guarded by mu_
 };
 
 }  // namespace fwdsink
