@@ -89,10 +89,12 @@ std::vector<std::string> DeadRows(const fs::path& spool) {
 // split chunk counts as one: its halves come back under their own keys).
 constexpr std::size_t kMaxResentPerCrash = 2;
 
-}  // namespace
-
-TEST_CASE("SIGKILL at several points, restart, finish: every row exactly once") {
-  const fs::path dir = CentralProcess::ScratchDir("daemon_crash");
+// Kills the daemon (run with `extra` flags) at several points, restarts it, lets it
+// finish; every row must arrive exactly once, and each crash re-send at most two chunks
+// per sender in flight.
+void CrashAndFinish(const std::string& tag, const std::vector<std::string>& extra,
+                    std::size_t senders) {
+  const fs::path dir = CentralProcess::ScratchDir(tag);
   const fs::path spool = dir / "spool";
   CentralProcess central(dir / "central");
   REQUIRE(central.Start({"--rate", kRate, "--burst", kBurst}));
@@ -109,11 +111,13 @@ TEST_CASE("SIGKILL at several points, restart, finish: every row exactly once") 
   const std::vector<std::string> forward = {
       "forward",   "--spool",  spool.string(), "--url",      url, "--chunk-bytes",
       kChunkBytes, "--ladder", "0.1,0.2",      "--max-wait", "1", "--log-json"};
+  std::vector<std::string> forward_args = forward;
+  forward_args.insert(forward_args.end(), extra.begin(), extra.end());
 
   int killed_mid_stream = 0;
   for (std::size_t i = 0; i < std::size(kKillAfter); ++i) {
     CAPTURE(i);
-    DaemonProcess run(dir, "run" + std::to_string(i), forward);
+    DaemonProcess run(dir, "run" + std::to_string(i), forward_args);
     REQUIRE(run.started());
     std::this_thread::sleep_for(kKillAfter[i]);  // the crash point, not a timing check
     run.Signal(SIGKILL);
@@ -131,7 +135,7 @@ TEST_CASE("SIGKILL at several points, restart, finish: every row exactly once") 
   for (int run = 0; run < kFinalRuns && last != std::optional<int>(0); ++run) {
     // A run still going at the timeout is killed when `once` goes out of scope.
     DaemonProcess once(dir, "final" + std::to_string(run), [&] {
-      auto a = forward;
+      auto a = forward_args;
       a.push_back("--once");
       return a;
     }());
@@ -146,7 +150,19 @@ TEST_CASE("SIGKILL at several points, restart, finish: every row exactly once") 
   std::sort(received.begin(), received.end());
   CHECK(std::adjacent_find(received.begin(), received.end()) == received.end());  // no dups
   CHECK(received == input);
-  CHECK(DuplicateChunks(central) <= kMaxResentPerCrash * std::size(kKillAfter));
+  CHECK(DuplicateChunks(central) <= kMaxResentPerCrash * senders * std::size(kKillAfter));
+}
+
+}  // namespace
+
+TEST_CASE("SIGKILL at several points, restart, finish: every row exactly once") {
+  CrashAndFinish("daemon_crash", {"--concurrency", "1"}, 1);
+}
+
+// Four partitions in flight at every kill: each sender's cursor is its own partition's,
+// and each lags its acks by two chunks at most. @ref LLP 0018#cursors
+TEST_CASE("SIGKILL with four senders in flight, restart, finish: every row exactly once") {
+  CrashAndFinish("daemon_crash_conc", {"--concurrency", "4"}, 4);
 }
 
 TEST_CASE("SIGKILL while splitting (413 and 400) and dead-lettering: every row once") {

@@ -220,6 +220,10 @@ TEST_CASE("fwdsink rejects bad options with 64 and names the option") {
       {{"--compression", "brotli"}, "--compression"},  // gzip is known since issue 10
       {{"--ladder", "10", "--inline-budget", "1"}, "--inline-budget"},  // via Validate()
       {{"--zstd-level", "99"}, "--zstd-level"},                         // via Validate()
+      {{"--concurrency", "lots"}, "--concurrency"},                     // @ref LLP 0018#flags
+      {{"--concurrency", "0"}, "--concurrency"},
+      {{"--max-concurrency", "0"}, "--max-concurrency"},
+      {{"--max-concurrency", "5000"}, "--max-concurrency"},
   };
   for (const Case& c : cases) {
     CAPTURE(c.option);
@@ -239,6 +243,12 @@ TEST_CASE("fwdsink rejects bad options with 64 and names the option") {
     CHECK(RunDaemon(dir, {"forward", "--once", "--spool", spool, "--url", url, "--chunk-bytes",
                           "64k", "--ladder", "30,60,120", "--compression", "identity",
                           "--inline-budget", "300"}) == kExitOk);
+  }
+  SUBCASE("twin: --concurrency adaptive|N and --max-concurrency N are accepted") {
+    CHECK(RunDaemon(dir, {"forward", "--once", "--spool", spool, "--url", url, "--concurrency",
+                          "adaptive", "--max-concurrency", "16"}) == kExitOk);
+    CHECK(RunDaemon(dir, {"forward", "--once", "--spool", spool, "--url", url, "--concurrency",
+                          "4"}) == kExitOk);
   }
 }
 

@@ -101,6 +101,21 @@ TEST_CASE("RisesWhileAcceptedAndFallsOnTheNextRefusal") {
     p.OnRefused(clock.MonotonicNow(), 1s, std::nullopt);
     CHECK(p.Current(clock.MonotonicNow()).bytes_per_s == doctest::Approx(fallen));
   }
+  SUBCASE("senders refused together cut once, even with an acceptance in between") {
+    // Several senders in flight (LLP 0018): one of them, sent before the cut, is
+    // accepted after it, another is refused within the cut's wait.
+    clock.Advance(100ms);
+    p.OnAccepted(clock.MonotonicNow(), kChunk, std::nullopt);
+    clock.Advance(100ms);
+    p.OnRefused(clock.MonotonicNow(), 1s, std::nullopt);
+    CHECK(p.Current(clock.MonotonicNow()).bytes_per_s == doctest::Approx(fallen));
+    SUBCASE("twin: a refusal after the wait, with an acceptance, cuts again") {
+      clock.Advance(1s);
+      p.OnAccepted(clock.MonotonicNow(), kChunk, std::nullopt);
+      p.OnRefused(clock.MonotonicNow(), 1s, std::nullopt);
+      CHECK(p.Current(clock.MonotonicNow()).bytes_per_s < fallen);
+    }
+  }
   SUBCASE("after slow start, increase is additive and decrease is by `decrease`") {
     clock.Advance(1s);  // the wait: no increase accrues during it
     const MonotonicTime t0 = clock.MonotonicNow();

@@ -142,7 +142,7 @@ TEST_CASE("sink counters: one list feeds the struct, the snapshot, the JSON and 
   CHECK(j.at("wire_bytes_sent") == 77);
 }
 
-TEST_CASE("driver counters: overload_level is the one gauge") {
+TEST_CASE("driver counters: overload_level, concurrency_limit and senders_busy are gauges") {
   fwdsink::DriverCounters c;
   c.ticks.store(4);
   c.overload_level.store(2);
@@ -151,12 +151,13 @@ TEST_CASE("driver counters: overload_level is the one gauge") {
   fwdsink::ForEachCounter(s, [&](const CounterField& f) {
     (f.kind == CounterKind::kGauge ? gauges : counters).emplace_back(f.name);
   });
-  CHECK(gauges == std::vector<std::string>{"overload_level"});
+  CHECK(gauges == std::vector<std::string>{"overload_level", "concurrency_limit", "senders_busy"});
   CHECK(counters == std::vector<std::string>{
                         "ticks", "partitions_delivered", "respools", "poisoned_chunks",
                         "horizon_give_ups", "torn_partitions", "cursor_corrupt", "spool_errors",
                         "permanent_errors", "cursor_save_failures", "auth_failures", "quarantined",
-                        "spool_repairs", "handover_changed"});
+                        "spool_repairs", "handover_changed", "concurrency_increases",
+                        "concurrency_decreases"});
   CHECK(fwdsink::to_string(CounterKind::kGauge) == "gauge");
   CHECK(fwdsink::to_string(CounterKind::kCounter) == "counter");
   CHECK(
@@ -164,5 +165,6 @@ TEST_CASE("driver counters: overload_level is the one gauge") {
       R"({"ticks":4,"partitions_delivered":0,"respools":0,"poisoned_chunks":0,)"
       R"("horizon_give_ups":0,"torn_partitions":0,"cursor_corrupt":0,"spool_errors":0,)"
       R"("permanent_errors":0,"cursor_save_failures":0,"auth_failures":0,"quarantined":0,"spool_repairs":0,)"
-      R"("handover_changed":0,"overload_level":2})");
+      R"("handover_changed":0,"overload_level":2,"concurrency_limit":0,"senders_busy":0,)"
+      R"("concurrency_increases":0,"concurrency_decreases":0})");
 }

@@ -100,9 +100,13 @@ void EndpointPacer::OnRefused(MonotonicTime now, milliseconds wait,
   if (!first_) first_ = now;
   if (quota) Advertise(*quota, now);
   // One decrease per episode: senders refused together, or a chunk refused again
-  // right after its wait, say the same thing once.
-  if (!accepted_since_decrease_) return;
+  // right after its wait, say the same thing once. With several senders in flight
+  // (LLP 0018) a request sent before the decrease may be accepted after it and another
+  // refused: still the same episode until the decrease's wait is over.
+  // @ref LLP 0016#controller
+  if (!accepted_since_decrease_ || now < episode_until_) return;
   accepted_since_decrease_ = false;
+  episode_until_ = now + wait;
   last_refusal_ = now;
   // Bytes first: the request lane's count decides whether there is anything to learn.
   Learn(bytes_, now, wait, policy_.min_bytes_per_s);

@@ -212,7 +212,7 @@ fwdsink::JsonObject StatsJson(std::string_view event, const fwdsink::Driver& d, 
       .Add("partitions_left", left)
       .Add("rows_per_s", static_cast<std::int64_t>(std::nearbyint(rows_per_s)))
       .Add("bytes_per_s", static_cast<std::int64_t>(std::nearbyint(bytes_per_s)))
-      .Add("counters", fwdsink::ToJsonObject(fwdsink::Snapshot(d.sink().counters())))
+      .Add("counters", fwdsink::ToJsonObject(d.sink_counters()))
       .Add("driver", fwdsink::ToJsonObject(fwdsink::Snapshot(d.counters())));
   // With fallbacks, the endpoint in use and each endpoint's state and counters (a
   // single URL is in daemon.start already). @ref LLP 0019
@@ -263,26 +263,47 @@ std::string PacingText(const fwdsink::PaceRate& r) {
   return " | pacing " + rate + " (" + std::string(fwdsink::to_string(r.source)) + ")";
 }
 
+// What the senders do: the one waiting longest, else the first sending, else idle;
+// with more than one sender, how many are busy and the limit. @ref LLP 0018#visible
+std::string SendersText(const fwdsink::Driver& d) {
+  using Phase = fwdsink::ForwardSink::State::Phase;
+  std::optional<fwdsink::ForwardSink::State> shown;
+  for (auto& st : d.sender_states()) {
+    const bool better = !shown ||
+                        (st.phase == Phase::kWaiting &&
+                         (shown->phase != Phase::kWaiting || st.until > shown->until)) ||
+                        (st.phase == Phase::kSending && shown->phase == Phase::kIdle);
+    if (better) shown = std::move(st);
+  }
+  std::string s;
+  switch (shown ? shown->phase : Phase::kIdle) {
+    case Phase::kWaiting: {
+      const auto left_ms = std::chrono::duration_cast<milliseconds>(shown->until - Clock::now());
+      const long long secs = std::max<long long>(0, (left_ms.count() + 999) / 1000);
+      s += "waiting " + std::to_string(secs) +
+           "s: " + (shown->reason.empty() ? std::string("backpressure") : shown->reason);
+      if (shown->status) s += " (" + std::to_string(shown->status) + ")";
+      break;
+    }
+    case Phase::kSending: s += "sending " + shown->partition; break;
+    case Phase::kIdle: s += "idle"; break;
+  }
+  const auto& c = d.counters();
+  const auto limit = c.concurrency_limit.load(std::memory_order_relaxed);
+  const auto busy = c.senders_busy.load(std::memory_order_relaxed);
+  if (d.sender_states().size() > 1) {
+    s += " | " + std::to_string(busy) + " in flight, limit " + std::to_string(limit);
+  }
+  return s;
+}
+
 std::string ProgressLine(const fwdsink::Driver& d, std::uint64_t left, double rows_per_s,
                          double bytes_per_s) {
-  const auto state = d.sink().state();
-  const auto acked = d.sink().counters().rows_acked.load(std::memory_order_relaxed);
+  const auto acked = d.sink_counters().rows_acked;
   std::string s = "fwdsink: " + std::to_string(left) + " partitions left | " +
                   HumanRate(rows_per_s, "rows") + " | " + HumanRate(bytes_per_s, "B") + " | " +
                   std::to_string(acked) + " rows acked | ";
-  using Phase = fwdsink::ForwardSink::State::Phase;
-  switch (state.phase) {
-    case Phase::kWaiting: {
-      const auto left_ms = std::chrono::duration_cast<milliseconds>(state.until - Clock::now());
-      const long long secs = std::max<long long>(0, (left_ms.count() + 999) / 1000);
-      s += "waiting " + std::to_string(secs) +
-           "s: " + (state.reason.empty() ? std::string("backpressure") : state.reason);
-      if (state.status) s += " (" + std::to_string(state.status) + ")";
-      break;
-    }
-    case Phase::kSending: s += "sending " + state.partition; break;
-    case Phase::kIdle: s += "idle"; break;
-  }
+  s += SendersText(d);
   const fwdsink::Endpoints& eps = d.sink().endpoints();
   if (eps.size() > 1) s += " | to " + eps.at(eps.active()).name;
   return s + PacingText(d.sink().pacing());
@@ -313,14 +334,15 @@ class Reporter {
     const milliseconds period = out_.progress() ? kProgressPeriod : stats_interval_;
     auto last = Clock::now();
     auto last_stats = last;
-    auto rows0 = driver_.sink().counters().rows_acked.load(std::memory_order_relaxed);
-    auto bytes0 = driver_.sink().counters().bytes_acked.load(std::memory_order_relaxed);
+    auto rows0 = driver_.sink_counters().rows_acked;
+    auto bytes0 = driver_.sink_counters().bytes_acked;
     std::unique_lock lock(mu_);
     while (!cv_.wait_for(lock, period, [this] { return stop_; })) {
       const auto now = Clock::now();
       const double secs = std::chrono::duration<double>(now - last).count();
-      const auto rows = driver_.sink().counters().rows_acked.load(std::memory_order_relaxed);
-      const auto bytes = driver_.sink().counters().bytes_acked.load(std::memory_order_relaxed);
+      const fwdsink::CountersSnapshot sum = driver_.sink_counters();
+      const auto rows = sum.rows_acked;
+      const auto bytes = sum.bytes_acked;
       const double rps = secs > 0 ? static_cast<double>(rows - rows0) / secs : 0;
       const double bps = secs > 0 ? static_cast<double>(bytes - bytes0) / secs : 0;
       const std::uint64_t left = CountReady(spool_);

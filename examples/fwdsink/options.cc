@@ -329,12 +329,38 @@ std::string OptionForField(std::string_view field) {
       {"forward.idempotency_query_param", "--key-param"},
       {"forward.send_idempotency_header", "--no-key-header"},
       {"forward.responses", "--retry-status"},
+      {"concurrency.max", "--max-concurrency"},
+      {"concurrency", "--concurrency"},
   };
   for (const auto& [prefix, option] : kMap) {
     if (field.starts_with(prefix)) return std::string(option);
   }
   return "config " + std::string(field);
 }
+
+namespace {
+
+// --concurrency adaptive|N and --max-concurrency N: adaptive up to the ceiling, or a
+// fixed N (the ceiling then does not apply). @ref LLP 0018#flags
+std::optional<UsageError> ApplyConcurrency(const std::string& mode, std::uint64_t ceiling,
+                                           fwdsink::ConcurrencyPolicy& p) {
+  if (ceiling > 1024) return UsageError{"--max-concurrency", "is out of range (1..1024)"};
+  if (mode == "adaptive") {
+    p.adaptive = true;
+    p.max = static_cast<std::size_t>(ceiling);
+    return std::nullopt;
+  }
+  std::uint64_t n = 0;
+  const auto [end, ec] = std::from_chars(mode.data(), mode.data() + mode.size(), n);
+  if (ec != std::errc{} || end != mode.data() + mode.size() || n < 1 || n > 1024) {
+    return UsageError{"--concurrency", "'" + mode + "' is not adaptive or a number 1..1024"};
+  }
+  p.adaptive = false;
+  p.max = static_cast<std::size_t>(n);
+  return std::nullopt;
+}
+
+}  // namespace
 
 Parsed<ForwardConfig> ParseForward(const std::vector<std::string>& args) {
   ForwardConfig c;
@@ -350,6 +376,8 @@ Parsed<ForwardConfig> ParseForward(const std::vector<std::string>& args) {
   std::uint64_t min_throughput = f.transport.min_throughput_bytes_per_s;
   std::string jitter;
   std::string pacing = "auto";
+  std::string concurrency = "adaptive";
+  std::uint64_t max_concurrency = d.concurrency.max;
   bool log_json = false, progress = false;
   std::filesystem::path token_file, log_file;
   RequestFlagValues request;
@@ -367,6 +395,9 @@ Parsed<ForwardConfig> ParseForward(const std::vector<std::string>& args) {
       {"--max-wait", true, PositiveDuration(f.backpressure.max_wait)},
       {"--jitter", true, Text(jitter)},
       {"--pacing", true, Text(pacing)},
+      // @ref LLP 0018#flags
+      {"--concurrency", true, Text(concurrency)},
+      {"--max-concurrency", true, Count(max_concurrency, 1)},
       {"--horizon", true, PositiveDuration(d.horizon)},
       {"--poll", true, PositiveDuration(poll)},
       {"--label", true, Text(f.label)},
@@ -438,6 +469,9 @@ Parsed<ForwardConfig> ParseForward(const std::vector<std::string>& args) {
     return {std::nullopt, {"--pacing", "'" + pacing + "' is not auto or off"}};
   }
   f.pacing.enabled = pacing == "auto";
+  if (auto e = ApplyConcurrency(concurrency, max_concurrency, d.concurrency)) {
+    return {std::nullopt, *e};
+  }
   f.chunker.chunk_bytes = static_cast<std::size_t>(chunk_bytes);
   // A single line may be as long as a chunk; keep the default line limit otherwise.
   f.chunker.max_line_bytes = std::max(f.chunker.max_line_bytes, f.chunker.chunk_bytes);
@@ -621,6 +655,10 @@ chunk). Durations are seconds unless suffixed: 250ms, 1.5s, 5m, 1h.
                          gate holds only lengthened, by at most 10% or 1 s; 0 = off
   --pacing auto|off      pace requests to the rate the server advertises (RateLimit,
                          X-RateLimit) or that is learned from its refusals (default auto)
+  --concurrency M        partitions sent at once: adaptive (default; grows while
+                         requests are latency-bound, falls on 429/503, errors or a
+                         rising round trip) or a fixed N (1: one request in flight)
+  --max-concurrency N    ceiling of the adaptive limit (default 8)
   --horizon S            dead-letter a partition failing this long (default 24h)
   --poll S               idle poll interval between passes (default 1)
   --label NAME           label in events and logs (default fwdsink)

@@ -17,10 +17,12 @@ namespace fwdsink {
 // more re-sent chunk under the same key (two in all). @ref LLP 0023#crash-bound It is the only
 // route by which the driver moves a cursor forward while forwarding. @ref LLP 0021#async-cursor
 //
-// Threads: Submit(), WaitIdle() and Flush() are called by the driver thread; the spool
-// is touched by the worker only between a Submit() and the WaitIdle()/Flush() that
-// follows it, so the driver must wait before any other use of the spool. The spool
-// must outlive the writer (not owned).
+// Threads: Submit(), WaitIdle() and Flush() are called by one sender thread (the driver
+// gives each sender its own writer, as it holds one partition at a time: a writer only
+// ever saves one partition's cursor between two Flush() calls. @ref LLP 0018#cursors);
+// the spool is touched by the worker only between a Submit() and the WaitIdle()/Flush()
+// that follows it, so the sender must wait before any other use of the spool for that
+// partition. The spool must outlive the writer (not owned).
 class CursorWriter {
  public:
   explicit CursorWriter(Spool& spool) : spool_(spool) {}

@@ -1,13 +1,17 @@
 #include "fwdsink/driver.h"
 
+#include <algorithm>
 #include <atomic>
+#include <mutex>
 #include <set>
+#include <thread>
 
 #include "cursor_writer.h"
 #include "default_random.h"
 #include "fwdsink/check.h"
 #include "fwdsink/endpoints.h"
 #include "fwdsink/overload.h"
+#include "sender_slots.h"
 
 namespace fwdsink {
 namespace {
@@ -54,6 +58,7 @@ Status Validate(const DriverOptions& o) {
   if (o.horizon <= std::chrono::milliseconds::zero()) {
     return Status::Config("horizon", "must be positive");
   }
+  if (Status e = Validate(o.concurrency); !e.ok()) return e.WithFieldPrefix("concurrency");
   if (o.tick_pauses.empty()) return Status::Config("tick_pauses", "needs at least one step");
   for (std::size_t i = 0; i < o.tick_pauses.size(); ++i) {
     if (o.tick_pauses[i] <= std::chrono::milliseconds::zero()) {
@@ -63,26 +68,54 @@ Status Validate(const DriverOptions& o) {
   return OkStatus();
 }
 
+// One sender: a ForwardSink and the cursor writer of the partition it holds (a
+// CursorWriter has one slot, so each sender has its own; they write different
+// partitions' cursors, and the Spool holds nothing but its path). @ref LLP 0018#cursors
+struct Lane {
+  std::unique_ptr<ForwardSink> sink;
+  std::unique_ptr<CursorWriter> cursors;
+  // Sender thread only: where the current round trip began, and the sink's refusal
+  // and wait counters then (a sample that waited is no latency sample).
+  MonotonicTime mark{};
+  std::uint64_t pushed_back_at_mark = 0;
+  bool holds_slot = false;  // sender thread only
+};
+
 // Everything the driver keeps; the public class is its handle. Tick() and what it
-// calls run on the driver thread.
+// calls run on the driver thread, and a partition's work (ForwardOne and below) on the
+// sender thread that holds it.
 struct Driver::Impl {
-  Impl(SpoolLock l, DriverOptions o, ForwardDeps d, Spool s, std::unique_ptr<ForwardSink> f)
+  Impl(SpoolLock l, DriverOptions o, ForwardDeps d, Spool s)
       : lock(std::move(l)),
         options(std::move(o)),
         deps(std::move(d)),
         spool(std::move(s)),
-        sink(std::move(f)),
-        overload(options.tick_pauses) {}
+        overload(options.tick_pauses),
+        limit(options.concurrency),
+        slots([this] { return limit.limit(); }) {
+    counters.concurrency_limit.store(limit.limit(), std::memory_order_relaxed);
+  }
 
+  Status MakeLanes();
   TickReport Tick();
   void Run();
+  // Sends the ready partitions, oldest first, on up to limit senders at once.
+  void SendAll(const std::vector<ReadyPartition>& ready, TickReport& report);
+  void LaneLoop(Lane& lane, const std::vector<ReadyPartition>& ready, TickReport& report);
+  // After each acknowledged chunk: the round trip it took, for the limit.
+  void Sample(Lane& lane, const AckedChunk& a);
+  // Between two chunks: gives the slot up and waits for it while over the limit.
+  void YieldSlot(Lane& lane);
+  void Observe(std::chrono::microseconds rtt, RequestSignal signal);
+  void OnSenderEvent(const Event& e);
+  void LimitMoved(const LimitChange& c);
   // Where partition `p` resumes, or nullopt when its cursor cannot be read.
   std::optional<std::uint64_t> StartOffset(const ReadyPartition& p, TickReport& report);
-  void ForwardOne(const ReadyPartition& p, TickReport& report, bool& stop_tick);
-  void Conclude(const ReadyPartition& p, const ForwardResult& r, TickReport& report,
-                bool& stop_tick);
+  void ForwardOne(Lane& lane, const ReadyPartition& p, TickReport& report);
+  void Conclude(const ReadyPartition& p, const ForwardResult& r, TickReport& report);
   void ReportPermanentError(TickReport& report);
-  bool DeadLetter(const ReadyPartition& p, const PoisonedChunk& chunk, TickReport& report);
+  bool DeadLetter(Lane& lane, const ReadyPartition& p, const PoisonedChunk& chunk,
+                  TickReport& report);
   void Delivered(const ReadyPartition& p, const ForwardResult& r, TickReport& report);
   void Torn(const ReadyPartition& p, const ForwardResult& r, TickReport& report);
   // Records a failure and gives the partition up whole past the horizon.
@@ -100,15 +133,21 @@ struct Driver::Impl {
   SpoolLock lock;  // first: held for the driver's whole life
   const DriverOptions options;
   ForwardDeps deps;
-  Spool spool;  // driver thread, and cursors' worker between a Submit and the next wait
-  std::unique_ptr<ForwardSink> sink;
-  CursorWriter cursors{spool};  // the one route a cursor moves forward by while forwarding
-  OverloadLevel overload;       // driver thread only
+  // The driver thread between ticks; during SendAll, each sender for its own partition
+  // (and its cursor writer's worker), the driver thread not at all.
+  Spool spool;
+  std::vector<Lane> lanes;  // fixed after MakeLanes(); lanes[0] is sink()
+  OverloadLevel overload;   // driver thread only
+  AdaptiveLimit limit;      // thread-safe; shared by the senders
+  SenderSlots slots;        // thread-safe
   std::stop_source stop;
   DriverCounters counters;
-  std::atomic<bool> ticking{false};  // inside Tick(): spool() is off limits
-  PermanentErrorWatch pass_errors;   // driver thread only; reset per tick
-  std::set<std::string> unmovable;   // refused entries reported already (driver thread)
+  std::atomic<bool> ticking{false};    // inside Tick(): spool() is off limits
+  std::atomic<bool> stop_tick{false};  // a sender saw an endpoint-wide stop
+  std::atomic<std::size_t> next{0};    // the next ready partition to hand out
+  std::mutex report_mu;
+  PermanentErrorWatch pass_errors;  // guarded by report_mu; reset per tick
+  std::set<std::string> unmovable;  // refused entries reported already (driver thread)
 };
 
 Result<std::unique_ptr<Driver>> Driver::Create(DriverOptions options, ForwardDeps deps) {
@@ -121,12 +160,33 @@ Result<std::unique_ptr<Driver>> Driver::Create(DriverOptions options, ForwardDep
   if (!deps.sleeper) deps.sleeper = &RealSleeper();
   if (!deps.gate) deps.gate = std::make_shared<EndpointGate>();
   if (!deps.random) deps.random = MakeDefaultRandom();
+  // One pacer for every sender (a sink makes a private one only when given none).
+  if (!deps.pacer) {
+    PacingPolicy pacing = options.forward.pacing;
+    pacing.max_wait = options.forward.backpressure.max_wait;
+    deps.pacer = std::make_shared<EndpointPacer>(pacing);
+  }
   // Made here, before any sink, so that every sender shares it. @ref LLP 0019#shared
   if (!deps.endpoints) deps.endpoints = Endpoints::Make(options.forward, deps);
-  auto sink = ForwardSink::Create(options.forward, deps);
-  if (!sink.ok()) return sink.status().WithFieldPrefix("forward");
-  return std::unique_ptr<Driver>(new Driver(std::make_unique<Impl>(
-      std::move(*lock), std::move(options), std::move(deps), std::move(*spool), std::move(*sink))));
+  auto impl = std::make_unique<Impl>(std::move(*lock), std::move(options), std::move(deps),
+                                     std::move(*spool));
+  if (Status e = impl->MakeLanes(); !e.ok()) return e;
+  return std::unique_ptr<Driver>(new Driver(std::move(impl)));
+}
+
+// The senders, all made from copies of one ForwardDeps: they share the gate and the
+// pacer (shared_ptrs), and tell the limit about refusals through their events.
+// @ref LLP 0018#senders
+Status Driver::Impl::MakeLanes() {
+  ForwardDeps sender_deps = deps;
+  sender_deps.on_event = [this](const Event& e) { OnSenderEvent(e); };
+  for (std::size_t i = 0; i < options.concurrency.max; ++i) {
+    auto sink = ForwardSink::Create(options.forward, sender_deps);
+    if (!sink.ok()) return sink.status().WithFieldPrefix("forward");
+    lanes.push_back(
+        Lane{.sink = std::move(*sink), .cursors = std::make_unique<CursorWriter>(spool)});
+  }
+  return OkStatus();
 }
 
 Driver::Driver(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -138,12 +198,31 @@ void Driver::Run() { impl_->Run(); }
 
 void Driver::Close() {
   impl_->stop.request_stop();
-  impl_->sink->Close();
+  for (Lane& lane : impl_->lanes) lane.sink->Close();
 }
 
 bool Driver::closed() const { return impl_->stop.stop_requested(); }
 const DriverCounters& Driver::counters() const { return impl_->counters; }
-const ForwardSink& Driver::sink() const { return *impl_->sink; }
+const ForwardSink& Driver::sink() const { return *impl_->lanes.front().sink; }
+
+CountersSnapshot Driver::sink_counters() const {
+  CountersSnapshot sum;
+  for (const Lane& lane : impl_->lanes) {
+    const CountersSnapshot s = Snapshot(lane.sink->counters());
+#define FWDSINK_INTERNAL_SUM(name, help) sum.name += s.name;
+#define FWDSINK_INTERNAL_MAX(name, help) sum.name = std::max(sum.name, s.name);
+    FWDSINK_SINK_COUNTERS(FWDSINK_INTERNAL_SUM, FWDSINK_INTERNAL_MAX)
+#undef FWDSINK_INTERNAL_SUM
+#undef FWDSINK_INTERNAL_MAX
+  }
+  return sum;
+}
+
+std::vector<ForwardSink::State> Driver::sender_states() const {
+  std::vector<ForwardSink::State> out;
+  for (const Lane& lane : impl_->lanes) out.push_back(lane.sink->state());
+  return out;
+}
 const Spool& Driver::spool() const {
   FWDSINK_DCHECK(!impl_->ticking.load());
   return impl_->spool;
@@ -200,15 +279,7 @@ TickReport Driver::Impl::Tick() {
   }
   pass_errors = {};
   QuarantineRefused(scan->refused, report);
-  for (const ReadyPartition& p : scan->ready) {
-    if (stop.stop_requested()) {
-      report.aborted = true;
-      break;
-    }
-    bool stop_tick = false;
-    ForwardOne(p, report, stop_tick);
-    if (stop_tick) break;
-  }
+  SendAll(scan->ready, report);
   if (!report.aborted) ReportPermanentError(report);
   return report;
 }
@@ -248,55 +319,59 @@ std::optional<std::uint64_t> Driver::Impl::StartOffset(const ReadyPartition& p,
   return cursor.offset;
 }
 
-void Driver::Impl::ForwardOne(const ReadyPartition& p, TickReport& report, bool& stop_tick) {
+void Driver::Impl::ForwardOne(Lane& lane, const ReadyPartition& p, TickReport& report) {
   report.partitions += 1;
   const std::optional<std::uint64_t> offset = StartOffset(p, report);
   if (!offset) return;
   // Cursors are saved on the writer's thread while the next chunk is in flight, and
   // only from the ack callback; every path below flushes before touching the spool
   // again. @ref LLP 0021#async-cursor
-  const auto on_ack = [this](const AckedChunk& a) {
+  const auto on_ack = [this, &lane](const AckedChunk& a) {
+    Sample(lane, a);
     // The final chunk's cursor would be deleted by MarkDelivered a moment later; a crash
     // in between re-sends that one chunk under the same key. @ref LLP 0021#async-cursor
     if (a.final) return true;
     // Inside a split chunk the cursor waits for the chunk's end: a restart then re-sends
     // the whole chunk, which the server refuses and the sink splits again at the same
     // lines, under the same keys. @ref LLP 0023#split-window
-    if (a.inside_split) return true;
-    return cursors.Submit(std::string(a.partition), a.end);
+    if (!a.inside_split && !lane.cursors->Submit(std::string(a.partition), a.end)) return false;
+    YieldSlot(lane);
+    return true;  // a stop that cut the yield short aborts the sink's next request
   };
-  const auto on_poison = [this, &p, &report](const PoisonedChunk& c) {
-    return DeadLetter(p, c, report);
+  const auto on_poison = [this, &lane, &p, &report](const PoisonedChunk& c) {
+    return DeadLetter(lane, p, c, report);
   };
-  const ForwardResult r = sink->ForwardPartition(p.name, p.path, *offset, on_ack, on_poison);
-  if (const Status saved = cursors.Flush(); !saved.ok()) {
+  const ForwardResult r = lane.sink->ForwardPartition(p.name, p.path, *offset, on_ack, on_poison);
+  if (const Status saved = lane.cursors->Flush(); !saved.ok()) {
     // The sink already stopped (Submit refused the next ack); the partition stays
     // where its last saved cursor says, and is re-sent from there next tick — after
     // the overload pause the error raises. The tick stops: the disk is the same for
     // every partition. @ref LLP 0023#backoff-everywhere
     counters.cursor_save_failures.fetch_add(1, std::memory_order_relaxed);
     SpoolError(p.name, "cursor_save", saved.message(), &report);
-    stop_tick = true;
+    stop_tick.store(true);
     return;
   }
-  pass_errors.Note(r);
+  {
+    std::lock_guard guard(report_mu);
+    pass_errors.Note(r);
+  }
   report.chunks_acked += r.chunks_acked;
   report.rows_acked += r.rows_acked;
   report.bytes_acked += r.bytes_acked;
   report.throttled = report.throttled || r.throttled;
-  Conclude(p, r, report, stop_tick);
+  Conclude(p, r, report);
 }
 
 // Carries out what the sink's outcome means for the partition and the tick.
-void Driver::Impl::Conclude(const ReadyPartition& p, const ForwardResult& r, TickReport& report,
-                            bool& stop_tick) {
+void Driver::Impl::Conclude(const ReadyPartition& p, const ForwardResult& r, TickReport& report) {
   switch (r.outcome) {
     case Outcome::kDelivered: return Delivered(p, r, report);
     case Outcome::kPoisoned:  // DeadLetter() could not write it, and said so
       return KeepPoisonCursor(p, r, report);
     case Outcome::kAborted:
       report.aborted = true;
-      stop_tick = true;
+      stop_tick.store(true);
       return;
     case Outcome::kRespooled:
       report.respooled += 1;
@@ -316,7 +391,7 @@ void Driver::Impl::Conclude(const ReadyPartition& p, const ForwardResult& r, Tic
       report.errors += 1;
       report.last_error = r.outcome;
       counters.auth_failures.fetch_add(1, std::memory_order_relaxed);
-      stop_tick = true;
+      stop_tick.store(true);
       return;
   }
 }
@@ -324,8 +399,9 @@ void Driver::Impl::Conclude(const ReadyPartition& p, const ForwardResult& r, Tic
 // The poisoned rows go to dead letters, durably, before the sink acks them past and
 // the cursor writer moves the cursor: a crash in between re-sends the poison and
 // rewrites the same dead-letter name; no row is lost. @ref LLP 0021#poison
-bool Driver::Impl::DeadLetter(const ReadyPartition& p, const PoisonedChunk& c, TickReport& report) {
-  cursors.WaitIdle();  // one user of the spool at a time; a save error stays for Flush()
+bool Driver::Impl::DeadLetter(Lane& lane, const ReadyPartition& p, const PoisonedChunk& c,
+                              TickReport& report) {
+  lane.cursors->WaitIdle();  // one user of the spool at a time; a save error stays for Flush()
   auto dead = spool.DeadLetterChunk(p.name, c.begin, c.end, c.body, c.status, c.reason,
                                     deps.time->SystemNow());
   if (!dead) {
@@ -474,6 +550,143 @@ void Driver::Impl::KeepPoisonCursor(const ReadyPartition& p, const ForwardResult
   if (r.resume_offset == 0) return;
   if (Status s = spool.SaveCursor(p.name, r.resume_offset); !s.ok()) {
     SpoolError(p.name, "cursor_save", s.message(), &report);
+  }
+}
+
+}  // namespace fwdsink
+
+// ---- Several partitions in flight. @ref LLP 0018
+
+namespace fwdsink {
+namespace {
+
+// Everything a sink counts that means a round trip included a wait or a refusal.
+std::uint64_t PushedBack(const ForwardSink& sink) {
+  const Counters& c = sink.counters();
+  const auto get = [](const std::atomic<std::uint64_t>& v) {
+    return v.load(std::memory_order_relaxed);
+  };
+  return get(c.waits) + get(c.gate_waits) + get(c.pacer_waits) + get(c.transport_errors) +
+         get(c.status_429) + get(c.status_503) + get(c.other_5xx) + get(c.retried_4xx);
+}
+
+void Merge(TickReport& into, const TickReport& r) {
+  into.partitions += r.partitions;
+  into.delivered += r.delivered;
+  into.respooled += r.respooled;
+  into.poisoned_chunks += r.poisoned_chunks;
+  into.horizon_dead += r.horizon_dead;
+  into.torn += r.torn;
+  into.errors += r.errors;
+  into.quarantined += r.quarantined;
+  into.chunks_acked += r.chunks_acked;
+  into.rows_acked += r.rows_acked;
+  into.bytes_acked += r.bytes_acked;
+  into.throttled = into.throttled || r.throttled;
+  into.aborted = into.aborted || r.aborted;
+  if (r.last_error != Outcome::kDelivered) into.last_error = r.last_error;
+}
+
+}  // namespace
+
+// Hands the ready partitions out oldest first to up to `limit` senders. The driver
+// thread is the first sender; the others are threads of this tick, joined before it
+// returns, so nothing runs between ticks. @ref LLP 0018#senders
+void Driver::Impl::SendAll(const std::vector<ReadyPartition>& ready, TickReport& report) {
+  next.store(0);
+  stop_tick.store(false);
+  const std::size_t n = std::min(lanes.size(), ready.size());
+  if (n == 0) return;
+  {
+    std::vector<std::jthread> senders;
+    for (std::size_t i = 1; i < n; ++i) {
+      senders.emplace_back([this, i, &ready, &report] { LaneLoop(lanes[i], ready, report); });
+    }
+    LaneLoop(lanes[0], ready, report);
+  }  // joined here
+  counters.senders_busy.store(0, std::memory_order_relaxed);
+}
+
+void Driver::Impl::LaneLoop(Lane& lane, const std::vector<ReadyPartition>& ready,
+                            TickReport& report) {
+  TickReport mine;
+  while (!stop_tick.load()) {
+    if (stop.stop_requested() || !slots.Acquire(stop.get_token())) {
+      mine.aborted = true;
+      break;
+    }
+    lane.holds_slot = true;
+    const std::size_t i = next.fetch_add(1);
+    if (i < ready.size() && !stop_tick.load()) {
+      counters.senders_busy.store(slots.busy(), std::memory_order_relaxed);
+      lane.mark = deps.time->MonotonicNow();
+      lane.pushed_back_at_mark = PushedBack(*lane.sink);
+      ForwardOne(lane, ready[i], mine);
+    }
+    if (lane.holds_slot) slots.Release();
+    lane.holds_slot = false;
+    if (i >= ready.size()) break;
+  }
+  std::lock_guard guard(report_mu);
+  Merge(report, mine);
+}
+
+void Driver::Impl::Sample(Lane& lane, const AckedChunk& a) {
+  const MonotonicTime now = deps.time->MonotonicNow();
+  const std::uint64_t pushed = PushedBack(*lane.sink);
+  if (!a.dead_lettered) {
+    // A round trip that waited (pacer, gate, ladder, Retry-After) measures the wait, not
+    // the path: it is no latency sample, and the limit does not grow on it.
+    const auto rtt = std::chrono::duration_cast<std::chrono::microseconds>(now - lane.mark);
+    Observe(rtt,
+            pushed != lane.pushed_back_at_mark ? RequestSignal::kPaced : RequestSignal::kAccepted);
+  }
+  lane.mark = now;
+  lane.pushed_back_at_mark = pushed;
+}
+
+void Driver::Impl::YieldSlot(Lane& lane) {
+  if (!lane.holds_slot) return;
+  if (!slots.Yield(stop.get_token())) {
+    lane.holds_slot = false;  // stopped: the sink aborts before its next request
+    return;
+  }
+  lane.mark = deps.time->MonotonicNow();  // the wait for a slot is no round trip
+  counters.senders_busy.store(slots.busy(), std::memory_order_relaxed);
+}
+
+void Driver::Impl::Observe(std::chrono::microseconds rtt, RequestSignal signal) {
+  const auto change = limit.Observe(deps.time->MonotonicNow(), rtt, signal, slots.busy());
+  if (change) LimitMoved(*change);
+}
+
+// Refusals reach the limit as they happen, through the senders' events, not only when
+// their chunk is finally acknowledged. @ref LLP 0018#signals
+void Driver::Impl::OnSenderEvent(const Event& e) {
+  if (e.name == events::kForwardBackpressure) {
+    const bool refused = e.status == 429 || e.status == 503;
+    Observe(std::chrono::microseconds{0},
+            refused ? RequestSignal::kBackpressure : RequestSignal::kError);
+  }
+  if (deps.on_event) deps.on_event(e);
+}
+
+void Driver::Impl::LimitMoved(const LimitChange& c) {
+  counters.concurrency_limit.store(c.to, std::memory_order_relaxed);
+  if (c.to > c.from) {
+    counters.concurrency_increases.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    counters.concurrency_decreases.fetch_add(1, std::memory_order_relaxed);
+  }
+  slots.LimitChanged();
+  // Every fall is said; a rise only when it reaches the ceiling (the ramp is counted).
+  if (c.to < c.from || c.to == options.concurrency.max) {
+    Emit({.name = events::kDriverConcurrency,
+          .reason = std::string(c.why),
+          .begin = c.from,
+          .end = c.to,
+          .message = "concurrency " + std::to_string(c.from) + " -> " + std::to_string(c.to) +
+                     " (" + std::string(c.why) + ")"});
   }
 }
 

@@ -4,10 +4,10 @@
 #
 #   bash tests/bench/run.sh                 full run (1 GiB figures, ~15-20 min, 2 cores)
 #   bash tests/bench/run.sh --smoke         tiny sizes, < 60 s: what ctest's bench_smoke runs
-#   bash tests/bench/run.sh --only 1,2,P    some figures (1..12, 9u, C = ClickHouse, and P =
+#   bash tests/bench/run.sh --only 1,2,P    some figures (1..14, 9u, C = ClickHouse, and P =
 #                                           perf profile of fig. 1)
 #   --runs N                                runs per figure, the median is reported (default 3)
-#   --daemon BIN --central BIN --gen BIN --close-bench BIN --sim BIN
+#   --daemon BIN --central BIN --gen BIN --close-bench BIN --sim BIN --proxy BIN
 #                                           use these binaries (default: build them, Release,
 #                                           into build-bench/)
 #   --work DIR                              scratch data (default /tmp/fwdsink-bench; deleted
@@ -22,7 +22,10 @@
 # Figures 9-11 (pacing, LLP 0016) run real daemons for >= 30 s each at the limit; --smoke
 # skips them unless asked for. Figure 10 needs nginx (nginx-light, scripts/deps.sh),
 # started here as an ordinary process with a temporary config on 127.0.0.1. Figure 12
-# (the herd) is a simulation on a fake clock: seconds, also in --smoke.
+# (the herd) is a simulation on a fake clock: seconds, also in --smoke. Figures 13-14
+# (concurrency, LLP 0018) put a userspace delay proxy (tests/bench/delay_proxy.cc, 50 ms
+# each way) in front of the receiver, and rerun figures 9-10's limiters with 8
+# partitions, --concurrency adaptive against --concurrency 1; --smoke runs 13 only.
 set -euo pipefail
 
 readonly ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -34,7 +37,7 @@ readonly SYSLOG_TIMEOUT_S=300             # syslog-ng drain, bounded
 readonly SYSLOG_STALL_S=30                # ... and given up when no row arrives this long
 
 smoke=0 only="" runs="" keep=0
-daemon="" central="" gen="" closeb="" sim=""
+daemon="" central="" gen="" closeb="" sim="" proxy=""
 work=/tmp/fwdsink-bench
 while (($#)); do
   case "$1" in
@@ -46,6 +49,7 @@ while (($#)); do
     --gen) gen=$2; shift ;;
     --close-bench) closeb=$2; shift ;;
     --sim) sim=$2; shift ;;
+    --proxy) proxy=$2; shift ;;
     --work) work=$2; shift ;;
     --keep) keep=1 ;;
     -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
@@ -67,6 +71,7 @@ if ((smoke)); then
   P9_ID_BYTES=$((16 * MiB)); P9_Z_BYTES=$((16 * MiB)); P9_SLOW_BYTES=$((8 * MiB))
   NG_BYTES=$((4 * MiB)); FL_BYTES=$((8 * MiB))
   HERD_SENDERS=100; HERD_CHUNKS=10; P9U_BYTES=$((16 * MiB))
+  WAN_PART_BYTES=$MiB; C14_BUCKET_BYTES=$((16 * MiB)); C14_NG_BYTES=$((4 * MiB))
 else
   : "${runs:=3}"
   # Figure 2 is bound by the receiver (~11 MB/s) for both clients alike: 256 MiB keeps
@@ -91,7 +96,12 @@ else
   # ~35 s shared by 4 or 16 daemons.
   NG_BYTES=$((40 * MiB)); FL_BYTES=$((136 * MiB))
   HERD_SENDERS=1000; HERD_CHUNKS=30; P9U_BYTES=$((256 * MiB))
+  # Concurrency (LLP 0018): 8 partitions of 8 MiB (the issue's 65 MB backlog) through
+  # 100 ms of added round trip; the limiters of figures 9 and 10 with their backlog cut
+  # into 8 partitions (~33 s each at the limit).
+  WAN_PART_BYTES=$((8 * MiB)); C14_BUCKET_BYTES=$((256 * MiB)); C14_NG_BYTES=$((40 * MiB))
 fi
+WAN_DELAY_MS=50; WAN_PARTS=8
 P9_RATE=8000000; P9_BURST=2000000; P9_CHUNK=262144
 NG_RATE=20; NG_BURST=5; NG_CHUNK=65536
 FL_RATE=4000000; FL_BURST=1000000; FL_CHUNK=65536
@@ -102,17 +112,18 @@ log() { printf '[bench %s] %s\n' "$(date +%T)" "$*" >&2; }
 die() { log "ERROR: $*"; exit 1; }
 
 # ---- Binaries: given, or built here (Release) into build-bench/.
-if [[ -z $daemon || -z $central || -z $gen || -z $closeb || -z $sim ]]; then
+if [[ -z $daemon || -z $central || -z $gen || -z $closeb || -z $sim || -z $proxy ]]; then
   bdir=$ROOT/build-bench
   log "building into $bdir"
   cmake -S "$ROOT" -B "$bdir" -DCMAKE_BUILD_TYPE=Release >/dev/null
   cmake --build "$bdir" -j "$(nproc)" --target fwdsink-daemon fwdsink-central \
-        fwdsink-bench-gen fwdsink-bench-close fwdsink-bench-pacing-sim >/dev/null
+        fwdsink-bench-gen fwdsink-bench-close fwdsink-bench-pacing-sim fwdsink-bench-delay-proxy >/dev/null
   : "${daemon:=$bdir/examples/fwdsink/fwdsink}" "${central:=$bdir/examples/central/fwdsink-central}"
   : "${gen:=$bdir/tests/bench/fwdsink-bench-gen}" "${closeb:=$bdir/tests/bench/fwdsink-bench-close}"
   : "${sim:=$bdir/tests/bench/fwdsink-bench-pacing-sim}"
+  : "${proxy:=$bdir/tests/bench/fwdsink-bench-delay-proxy}"
 fi
-for b in "$daemon" "$central" "$gen" "$closeb" "$sim"; do [[ -x $b ]] || die "missing binary $b"; done
+for b in "$daemon" "$central" "$gen" "$closeb" "$sim" "$proxy"; do [[ -x $b ]] || die "missing binary $b"; done
 for tool in /usr/bin/time curl jq split; do command -v "$tool" >/dev/null || die "needs $tool"; done
 
 rm -rf "$work"; mkdir -p "$work/data"
@@ -128,6 +139,7 @@ stop_syslog() { [[ -n ${syslog_pid:-} ]] && kill -TERM "$syslog_pid" 2>/dev/null
 trap cleanup EXIT
 
 # ---- Helpers.
+FW_EXTRA=()  # extra daemon flags for pace_run and nginx_run (figure 14)
 results=()   # markdown rows
 row() { results+=("| $1 | $2 | $3 | $4 | $5 | $6 |"); log "figure: $1: $2 (baseline $3, ratio $4, target $5: $6)"; }
 median() { printf '%s\n' "$@" | sort -g | awk '{v[NR]=$1} END {print v[int((NR+1)/2)]}'; }
@@ -640,10 +652,10 @@ pace_run() {
   local d=$work/$tag
   local extra=(); ((headers)) && extra=(--ratelimit-headers)
   start_central "$d/central" --rate "$rate" --burst "$burst" "${extra[@]}"
-  new_spool "$d/spool" "$file"
+  new_spool "$d/spool" $file  # unquoted: a list of files (figure 14), no spaces in paths
   local t0 rc=0; t0=$(date +%s.%N)
   "$daemon" forward --spool "$d/spool" --url "$(url)" --once --chunk-bytes "$P9_CHUNK" \
-            --compression "$comp" --pacing "$pacing" 2>"$d/daemon.log" || rc=$?
+            --compression "$comp" --pacing "$pacing" "${FW_EXTRA[@]}" 2>"$d/daemon.log" || rc=$?
   pr_wall=$(calc "$(date +%s.%N) - $t0" 1)
   ((rc == 0)) || die "$tag: fwdsink exited $rc: $(tail -3 "$d/daemon.log")"
   check_rows "${rows_of[$name]}"
@@ -774,10 +786,11 @@ nginx_run() {
   local tag=$1 file=$2 name=$3 pacing=$4 d=$work/$1
   start_central "$d/central"
   start_nginx "$d/nginx" "$port"
-  new_spool "$d/spool" "$file"
+  new_spool "$d/spool" $file  # unquoted: a list of files (figure 14)
   local t0 rc=0; t0=$(date +%s.%N)
   "$daemon" forward --spool "$d/spool" --url "http://127.0.0.1:$nginx_port/ingest" --once \
-            --chunk-bytes "$NG_CHUNK" --compression identity --pacing "$pacing" 2>"$d/daemon.log" || rc=$?
+            --chunk-bytes "$NG_CHUNK" --compression identity --pacing "$pacing" "${FW_EXTRA[@]}" \
+            2>"$d/daemon.log" || rc=$?
   ng_wall=$(calc "$(date +%s.%N) - $t0" 2)
   stop_nginx
   ((rc == 0)) || die "$tag: fwdsink exited $rc: $(tail -3 "$d/daemon.log")"
@@ -880,6 +893,112 @@ if want 12; then
         "jitter 0.5: peak $on_peak x capacity, drain $on_drain x ideal, $on_ref % refused" "$off_line; $nopace" "-" \
         "≤ 2x; ≤ 1.2x" "$( [[ $on_drain != *'>'* && $(met "$on_peak" '<=' 2) == yes && $(met "$on_drain" '<=' 1.2) == yes ]] && echo yes || echo NO)"
   done
+fi
+
+# ---- Figures 13-14: several partitions in flight (adaptive concurrency). @ref LLP 0030#wan
+# @ref LLP 0018
+# make_parts TAG BYTES SEED0 -> parts (a list of 8 files), parts_rows (their rows)
+make_parts() {
+  local tag=$1 bytes=$2 seed=$3 i
+  parts="" parts_rows=0
+  for ((i = 1; i <= WAN_PARTS; i++)); do
+    make_file "$tag-$i" "$bytes" $((seed + i))
+    parts+="$file "; parts_rows=$((parts_rows + ${rows_of[$tag-$i]}))
+  done
+}
+# wan_run TAG DELAY_MS CONCURRENCY [CHUNK] -> wan_wall; every row exactly once, or it dies.
+wan_run() {
+  local tag=$1 delay=$2 conc=$3 chunk=${4:-$CHUNK} d=$work/$1
+  start_central "$d/central"
+  local target=$port proxy_pid=""
+  if ((delay > 0)); then
+    rm -f "$d/proxy.port"
+    "$proxy" --listen-port-file "$d/proxy.port" --to "127.0.0.1:$port" --delay-ms "$delay" &
+    proxy_pid=$!
+    local i; for ((i = 0; i < 500; i++)); do [[ -s $d/proxy.port ]] && break; sleep 0.01; done
+    [[ -s $d/proxy.port ]] || die "the delay proxy did not start"
+    target=$(<"$d/proxy.port")
+  fi
+  new_spool "$d/spool" $parts
+  local t0 rc=0; t0=$(date +%s.%N)
+  "$daemon" forward --spool "$d/spool" --url "http://127.0.0.1:$target/ingest" --once \
+            --chunk-bytes "$chunk" --concurrency "$conc" 2>"$d/daemon.log" || rc=$?
+  wan_wall=$(calc "$(date +%s.%N) - $t0" 2)
+  [[ -n $proxy_pid ]] && { kill "$proxy_pid" 2>/dev/null; wait "$proxy_pid" 2>/dev/null || true; }
+  ((rc == 0)) || die "$tag: fwdsink exited $rc: $(tail -3 "$d/daemon.log")"
+  check_rows "$parts_rows"; check_once "$d/central"
+  stop_central
+  log "$tag: $wan_wall s (delay $delay ms each way, --concurrency $conc)"
+  rm -rf "$d"
+}
+if want 13; then
+  log "load before figure 13: $(uptime)"
+  make_parts wan "$WAN_PART_BYTES" 200
+  w1=() wa=() w0=() w01=()
+  for ((i = 1; i <= runs; i++)); do
+    wan_run "f13-rtt-1-$i" "$WAN_DELAY_MS" 1; w1+=("$wan_wall")
+    wan_run "f13-rtt-a-$i" "$WAN_DELAY_MS" adaptive; wa+=("$wan_wall")
+    wan_run "f13-lan-a-$i" 0 adaptive; w0+=("$wan_wall")
+    wan_run "f13-lan-1-$i" 0 1; w01+=("$wan_wall")
+  done
+  m1=$(median "${w1[@]}") ma=$(median "${wa[@]}") m0=$(median "${w0[@]}") m01=$(median "${w01[@]}")
+  total=$(human $((WAN_PART_BYTES * WAN_PARTS)))
+  row "13a. $WAN_PARTS x $(human "$WAN_PART_BYTES") zstd, 100 ms added RTT: drain, --concurrency adaptive" \
+      "$ma s" "$m1 s (--concurrency 1)" "$(calc "$ma / $m1")x" "≤ 0.33x" "$(met "$(calc "$ma / $m1" 3)" '<=' 0.334)"
+  row "13b. $total at 100 ms RTT vs no added latency: throughput, adaptive" \
+      "$(calc "$((WAN_PART_BYTES * WAN_PARTS)) / $ma / 1e6" 1) MB/s ($ma s)" \
+      "$(calc "$((WAN_PART_BYTES * WAN_PARTS)) / $m0 / 1e6" 1) MB/s ($m0 s, no proxy)" "$(calc "$m0 / $ma")x" "≥ 0.7x" \
+      "$(met "$(calc "$m0 / $ma" 3)" '>=' 0.7)"
+  row "13c. $total, no added latency: drain, adaptive" "$m0 s" "$m01 s (--concurrency 1)" "$(calc "$m0 / $m01")x" \
+      "≤ 1.0x (no regression)" "$(met "$(calc "$m0 / $m01" 3)" '<=' 1.05)"
+  for ((i = 1; i <= WAN_PARTS; i++)); do rm -f "$work/data/wan-$i.ndjson"; done
+  # One large partition (LLP 0018#single-partition): concurrency cannot help; bigger
+  # chunks can. The same bytes in one file, 1 MiB (default) vs 8 MiB chunks.
+  make_file wan1 $((WAN_PART_BYTES * WAN_PARTS)) 250
+  parts=$file parts_rows=${rows_of[wan1]}
+  s1=() s8=()
+  for ((i = 1; i <= runs; i++)); do
+    wan_run "f13-one-1m-$i" "$WAN_DELAY_MS" adaptive; s1+=("$wan_wall")
+    wan_run "f13-one-8m-$i" "$WAN_DELAY_MS" adaptive $((8 * MiB)); s8+=("$wan_wall")
+  done
+  m1=$(median "${s1[@]}") m8=$(median "${s8[@]}")
+  row "13d. one $total partition, 100 ms added RTT: drain, --chunk-bytes 8m" "$m8 s" "$m1 s (1 MiB chunks)" \
+      "$(calc "$m8 / $m1")x" "info" "-"
+  rm -f "$file"
+fi
+
+if want 14 && { ((smoke == 0)) || [[ -n $only ]]; }; then
+  log "load before figure 14: $(uptime)"
+  # The byte bucket of figure 9 (learned: no RateLimit headers), 8 partitions.
+  make_parts c14b $((C14_BUCKET_BYTES / WAN_PARTS)) 300
+  rows_of[c14b]=$parts_rows
+  FW_EXTRA=(--concurrency 1)
+  pace_run f14b-1 "$parts" c14b identity "$P9_RATE" "$P9_BURST" 0 auto
+  b_good=$pr_goodput b_ref=$pr_refused b_req=$pr_requests b_wall=$pr_wall
+  FW_EXTRA=(--concurrency adaptive)
+  pace_run f14b-a "$parts" c14b identity "$P9_RATE" "$P9_BURST" 0 auto
+  row "14a. byte bucket $(calc "$P9_RATE / 1e6" 0) MB/s burst $(calc "$P9_BURST / 1e6" 0) MB, $WAN_PARTS x $(human $((C14_BUCKET_BYTES / WAN_PARTS))) identity, learned: goodput; refusals" \
+      "$(calc "$pr_goodput" 3) ($pr_wall s); $pr_refused/$pr_requests (adaptive)" "$(calc "$b_good" 3) ($b_wall s); $b_ref/$b_req (--concurrency 1)" \
+      "$(calc "$pr_goodput / $b_good")x" "≥ 0.95x; refusals ≤" \
+      "$( [[ $(met "$(calc "$pr_goodput / $b_good" 3)" '>=' 0.95) == yes && $pr_refused -le $b_ref ]] && echo yes || echo NO)"
+  for ((i = 1; i <= WAN_PARTS; i++)); do rm -f "$work/data/c14b-$i.ndjson"; done
+  if command -v nginx >/dev/null; then
+    make_parts c14n $((C14_NG_BYTES / WAN_PARTS)) 400
+    rows_of[c14n]=$parts_rows
+    FW_EXTRA=(--concurrency 1)
+    nginx_run f14n-1 "$parts" c14n auto
+    b_wall=$ng_wall b_ref=$ng_refused b_req=$ng_requests
+    FW_EXTRA=(--concurrency adaptive)
+    nginx_run f14n-a "$parts" c14n auto
+    row "14b. nginx limit_req ${NG_RATE}r/s burst $NG_BURST, $WAN_PARTS x $(human $((C14_NG_BYTES / WAN_PARTS))): drain; refusals" \
+        "$ng_wall s; $ng_refused/$ng_requests (adaptive)" "$b_wall s; $b_ref/$b_req (--concurrency 1)" \
+        "$(calc "$ng_wall / $b_wall")x" "≤ 1.05x; refusals ≤" \
+        "$( [[ $(met "$(calc "$ng_wall / $b_wall" 3)" '<=' 1.05) == yes && $ng_refused -le $b_ref ]] && echo yes || echo NO)"
+    for ((i = 1; i <= WAN_PARTS; i++)); do rm -f "$work/data/c14n-$i.ndjson"; done
+  else
+    row "14b. nginx limit_req" "not run: nginx missing (scripts/deps.sh installs nginx-light)" "-" "-" "-" "-"
+  fi
+  FW_EXTRA=()
 fi
 
 # ---- P: where figure 1's CPU goes (perf). @ref LLP 0030#profile

@@ -117,6 +117,7 @@ class EndpointPacer {
   std::optional<MonotonicTime> first_;   // first reservation; guarded by mu_
   MonotonicTime last_refusal_{};         // guarded by mu_
   bool accepted_since_decrease_ = true;  // guarded by mu_
+  MonotonicTime episode_until_{};        // refusals before it join the last decrease; mu_
 };
 
 }  // namespace fwdsink

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "fwdsink/concurrency.h"
 #include "fwdsink/forward_sink.h"
 #include "fwdsink/spool.h"
 #include "fwdsink/telemetry.h"
@@ -27,6 +28,10 @@ struct DriverOptions {
   std::vector<std::chrono::milliseconds> tick_pauses = {
       std::chrono::seconds{1}, std::chrono::seconds{5}, std::chrono::seconds{15},
       std::chrono::seconds{30}, std::chrono::seconds{60}};
+  // How many partitions are sent at once (each by its own sender, all sharing the
+  // endpoint's gate and pacer): adaptive between 1 and max (the default), or fixed at
+  // max. {.adaptive = false, .max = 1} is one request in flight. @ref LLP 0018
+  ConcurrencyPolicy concurrency{};
 };
 
 // Checks the options; returns OK, or a kInvalidConfig status naming the bad field
@@ -70,12 +75,17 @@ struct TickReport {
 
 // Forwards every ready partition of one spool to one endpoint.
 //
-// Threads: Tick() and Run() are called from one driver thread. Close() may be called
-// from any thread (a signal-handling thread, typically), any number of times; it
-// returns at once, and Run()/Tick() return within ~100 ms with every cursor at its
-// last acknowledged chunk. counters() (overload_level included) and sink() are
-// readable from any thread. The deps' lifetimes are as ForwardDeps says (they must
-// outlive the driver).
+// Threads: Tick() and Run() are called from one driver thread. A tick with several
+// ready partitions sends them on up to options.concurrency.max sender threads of its
+// own (joined before Tick() returns), one ForwardSink each, made from copies of the one
+// ForwardDeps: the callables in the deps (on_event, tokens, random) may then be called
+// from several threads at once, and what they capture must be safe for that. Close()
+// may be called from any thread (a signal-handling thread, typically), any number of
+// times; it returns at once, and Run()/Tick() return within ~100 ms with every cursor
+// at its last acknowledged chunk. counters() (overload_level and concurrency_limit
+// included), sink(), sink_counters() and sender_states() are readable from any thread.
+// The deps' lifetimes are as ForwardDeps says (they must outlive the driver).
+// @ref LLP 0018
 class Driver {
  public:
   // Creates a driver; returns a kInvalidConfig status naming the field ("spool_dir",
@@ -99,14 +109,20 @@ class Driver {
   [[nodiscard]] bool closed() const;
 
   [[nodiscard]] const DriverCounters& counters() const;
+  // Returns the first sender: its options and pacing are the endpoint's, its counters
+  // and state its own (use sink_counters() and sender_states() for all of them).
   [[nodiscard]] const ForwardSink& sink() const;
+  // Returns the senders' counters summed (gauges: the largest). Any thread.
+  [[nodiscard]] CountersSnapshot sink_counters() const;
+  // Returns what each sender is doing now, one entry per sender. Any thread.
+  [[nodiscard]] std::vector<ForwardSink::State> sender_states() const;
   // Returns the spool for reading (cursors, dead letters). Call it on the driver
   // thread while neither Tick() nor Run() runs: then no cursor save is in flight
   // (checked by FWDSINK_DCHECK).
   [[nodiscard]] const Spool& spool() const;
 
  private:
-  struct Impl;  // the spool, the sink, the cursor writer, the overload level
+  struct Impl;  // the spool, the senders and their cursor writers, the limits
   explicit Driver(std::unique_ptr<Impl> impl);
 
   std::unique_ptr<Impl> impl_;

@@ -130,6 +130,11 @@ inline constexpr std::string_view kForwardFailback = "forward.failback";
 // A probe of the primary failed: the fallback stays in use, the chunk goes on to it.
 // Fields: partition, key, endpoint (the primary), status, reason, message.
 inline constexpr std::string_view kForwardProbeFailed = "forward.probe_failed";
+// The concurrency limit fell (a 429/503, a transport error or a rising round trip), or
+// rose to its ceiling (rises below it are only counted). Fields: reason ("backpressure"
+// | "error" | "rtt_rising" | "latency_bound"), begin (the limit before), end (the limit
+// after), message. @ref LLP 0018#visible
+inline constexpr std::string_view kDriverConcurrency = "driver.concurrency";
 }  // namespace events
 
 // One structured event. Fields that do not apply are left at their defaults (0 /
@@ -256,23 +261,27 @@ class JsonObject {
   GAUGE(endpoint_in_use, "Index of the endpoint the last request went to (0: the primary).")
 
 // The driver's counters (Driver::counters()).
-#define FWDSINK_DRIVER_COUNTERS(COUNTER, GAUGE)                                              \
-  COUNTER(ticks, "Ticks started (passes over the ready partitions).")                        \
-  COUNTER(partitions_delivered, "Partitions delivered and removed from ready/.")             \
-  COUNTER(respools, "Partitions left in ready/ for a later tick.")                           \
-  COUNTER(poisoned_chunks, "Poisoned chunks moved to dead letters.")                         \
-  COUNTER(horizon_give_ups,                                                                  \
-          "Partitions failing past the horizon, moved to dead letters whole (alert on it).") \
-  COUNTER(torn_partitions, "Torn or unreadable partition tails moved to dead letters.")      \
-  COUNTER(cursor_corrupt, "Cursor records found torn or invalid (resumed from offset 0).")   \
-  COUNTER(spool_errors, "Spool operations that failed (list, cursor, dead letter).")         \
-  COUNTER(permanent_errors, "Passes where every request failed the same permanent way.")     \
-  COUNTER(cursor_save_failures, "Ticks stopped because a cursor could not be saved.")        \
-  COUNTER(auth_failures, "Ticks stopped by an auth or TLS failure (never dead-lettered).")   \
-  COUNTER(quarantined, "ready/ entries moved to quarantine/ (links, FIFOs, bad names).")     \
-  COUNTER(spool_repairs, "Spool folders recreated after they vanished.")                     \
-  COUNTER(handover_changed, "Delivered partitions changed after hand-over (kept).")          \
-  GAUGE(overload_level, "Current overload level: 0 = none, higher pauses longer between ticks.")
+#define FWDSINK_DRIVER_COUNTERS(COUNTER, GAUGE)                                                  \
+  COUNTER(ticks, "Ticks started (passes over the ready partitions).")                            \
+  COUNTER(partitions_delivered, "Partitions delivered and removed from ready/.")                 \
+  COUNTER(respools, "Partitions left in ready/ for a later tick.")                               \
+  COUNTER(poisoned_chunks, "Poisoned chunks moved to dead letters.")                             \
+  COUNTER(horizon_give_ups,                                                                      \
+          "Partitions failing past the horizon, moved to dead letters whole (alert on it).")     \
+  COUNTER(torn_partitions, "Torn or unreadable partition tails moved to dead letters.")          \
+  COUNTER(cursor_corrupt, "Cursor records found torn or invalid (resumed from offset 0).")       \
+  COUNTER(spool_errors, "Spool operations that failed (list, cursor, dead letter).")             \
+  COUNTER(permanent_errors, "Passes where every request failed the same permanent way.")         \
+  COUNTER(cursor_save_failures, "Ticks stopped because a cursor could not be saved.")            \
+  COUNTER(auth_failures, "Ticks stopped by an auth or TLS failure (never dead-lettered).")       \
+  COUNTER(quarantined, "ready/ entries moved to quarantine/ (links, FIFOs, bad names).")         \
+  COUNTER(spool_repairs, "Spool folders recreated after they vanished.")                         \
+  COUNTER(handover_changed, "Delivered partitions changed after hand-over (kept).")              \
+  GAUGE(overload_level, "Current overload level: 0 = none, higher pauses longer between ticks.") \
+  GAUGE(concurrency_limit, "Partitions allowed in flight now (the adaptive limit).")             \
+  GAUGE(senders_busy, "Senders holding a partition now.")                                        \
+  COUNTER(concurrency_increases, "Rises of the concurrency limit (latency-bound).")              \
+  COUNTER(concurrency_decreases, "Falls of the concurrency limit (refusals, errors, RTT).")
 
 // One endpoint's counters (several --url: Endpoints::at(i).counters), shared by every
 // sender to it. @ref LLP 0019

@@ -1,0 +1,117 @@
+#include "fwdsink/concurrency.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "fwdsink/check.h"
+
+namespace fwdsink {
+
+Status Validate(const ConcurrencyPolicy& p) {
+  if (p.max < 1) return Status::Config("max", "must be at least 1");
+  if (p.max > 1024) return Status::Config("max", "must be at most 1024");
+  if (!(p.rtt_tolerance > 0)) return Status::Config("rtt_tolerance", "must be positive");
+  if (!(p.decrease > 0 && p.decrease < 1)) return Status::Config("decrease", "must be in (0, 1)");
+  if (!(p.baseline_weight > 0 && p.baseline_weight <= 1)) {
+    return Status::Config("baseline_weight", "must be in (0, 1]");
+  }
+  if (p.min_window <= std::chrono::milliseconds::zero()) {
+    return Status::Config("min_window", "must be positive");
+  }
+  return OkStatus();
+}
+
+AdaptiveLimit::AdaptiveLimit(ConcurrencyPolicy policy)
+    : policy_(policy), limit_(policy.adaptive ? 1 : policy.max), slow_start_(policy.slow_start) {
+  FWDSINK_DCHECK(Validate(policy_).ok());
+}
+
+std::size_t AdaptiveLimit::limit() const {
+  std::lock_guard lock(mu_);
+  return limit_;
+}
+
+std::chrono::microseconds AdaptiveLimit::baseline() const {
+  std::lock_guard lock(mu_);
+  return std::chrono::microseconds{static_cast<std::int64_t>(baseline_us_)};
+}
+
+std::chrono::microseconds AdaptiveLimit::WindowLength() const {
+  const std::chrono::microseconds floor = policy_.min_window;
+  return std::max(floor, std::chrono::microseconds{static_cast<std::int64_t>(baseline_us_)});
+}
+
+std::optional<LimitChange> AdaptiveLimit::Observe(MonotonicTime now, std::chrono::microseconds rtt,
+                                                  RequestSignal signal, std::size_t in_flight) {
+  if (!policy_.adaptive) return std::nullopt;
+  std::lock_guard lock(mu_);
+  // A window that saw nothing (idle between passes) starts afresh at the next sample.
+  if (!window_.started ||
+      (window_.samples == 0 && !window_.pushed_back && now - window_.start > WindowLength())) {
+    window_ = Window{.start = now, .started = true};
+  }
+  // The window closes before this request is counted: a window holds the requests that
+  // ended within it.
+  std::optional<LimitChange> change;
+  if (now - window_.start >= WindowLength()) change = CloseWindow(now);
+  window_.max_in_flight = std::max(window_.max_in_flight, in_flight);
+  switch (signal) {
+    case RequestSignal::kAccepted:
+      // Non-positive or absurd samples (a clock oddity) are not latency. @ref LLP 0023
+      if (rtt.count() > 0 && rtt < std::chrono::hours{1}) {
+        window_.rtt_sum_us += static_cast<double>(rtt.count());
+        window_.samples += 1;
+      }
+      break;
+    case RequestSignal::kPaced: window_.pushed_back = true; break;
+    case RequestSignal::kBackpressure:
+    case RequestSignal::kError:
+      // The server (or the path to it) pushes back: fall at once, not at the window's
+      // end, but once per window however many senders saw it. @ref LLP 0018#signals
+      window_.pushed_back = true;
+      if (!window_.decreased) {
+        if (auto fell =
+                Decrease(signal == RequestSignal::kBackpressure ? "backpressure" : "error")) {
+          change = fell;
+        }
+      }
+      break;
+  }
+  return change;
+}
+
+std::optional<LimitChange> AdaptiveLimit::Decrease(std::string_view why) {
+  window_.decreased = true;
+  slow_start_ = false;
+  const std::size_t from = limit_;
+  const auto scaled =
+      static_cast<std::size_t>(std::floor(static_cast<double>(from) * policy_.decrease));
+  limit_ = std::max<std::size_t>(1, scaled);
+  if (limit_ == from) return std::nullopt;
+  return LimitChange{.from = from, .to = limit_, .why = why};
+}
+
+// Ends the window: compares its mean round trip with the baseline, then moves the
+// baseline toward it. @ref LLP 0018#signals
+std::optional<LimitChange> AdaptiveLimit::CloseWindow(MonotonicTime now) {
+  std::optional<LimitChange> change;
+  if (window_.samples > 0) {
+    const double mean = window_.rtt_sum_us / static_cast<double>(window_.samples);
+    const bool rising = baseline_us_ > 0 && mean > baseline_us_ * (1 + policy_.rtt_tolerance);
+    if (rising && !window_.decreased) {
+      change = Decrease("rtt_rising");
+    } else if (!rising && !window_.pushed_back && !window_.decreased &&
+               window_.max_in_flight >= limit_ && limit_ < policy_.max) {
+      // Every slot was busy and the round trip held: latency-bound, more would help.
+      const std::size_t to = std::min(policy_.max, slow_start_ ? 2 * limit_ : limit_ + 1);
+      change = LimitChange{.from = limit_, .to = to, .why = "latency_bound"};
+      limit_ = to;
+    }
+    baseline_us_ =
+        baseline_us_ > 0 ? baseline_us_ + policy_.baseline_weight * (mean - baseline_us_) : mean;
+  }
+  window_ = Window{.start = now, .started = true};
+  return change;
+}
+
+}  // namespace fwdsink
