@@ -6,6 +6,7 @@
 
 #include "commands.h"
 #include "fwdsink/settings.h"
+#include "fwdsink/version.h"
 #include "options.h"
 
 namespace {
@@ -35,6 +36,10 @@ int main(int argc, char** argv) {
   }
   const std::string& command = args.front();
   const std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (command == "--version" || command == "version") {
+    std::cout << fwdsink::VersionInfo();
+    return kExitOk;
+  }
   if (command == "--help" || command == "-h" || command == "help") {
     std::cout << MainUsage();
     return kExitOk;

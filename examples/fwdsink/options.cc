@@ -397,7 +397,8 @@ commands:
   dead       list, requeue or purge dead letters (poisoned rows, given-up partitions)
   generate   write realistic telemetry rows into a spool (for demos and tests)
 
-Run `fwdsink <command> --help` for a command's options.
+Run `fwdsink <command> --help` for a command's options; `fwdsink --version` prints the
+versions of fwdsink and of the libraries it runs with (OpenSSL, zstd, cpp-httplib).
 )";
 }
 
