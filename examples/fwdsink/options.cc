@@ -267,6 +267,9 @@ std::string PrintConfig(const ForwardConfig& config) {
     }
     out += line + "\n";
   }
+  for (const std::string& name : config.unknown_variables) {
+    out += "# warning: " + name + " is not a setting (ignored)\n";
+  }
   if (!config.print_error.empty()) out += "# error: " + config.print_error + "\n";
   return out;
 }

@@ -15,6 +15,7 @@
 
 #include "fwdsink/codec.h"
 #include "fwdsink/http_header.h"
+#include "fwdsink/telemetry.h"
 #include "fwdsink/transport.h"
 
 namespace fwdsink {
@@ -404,6 +405,46 @@ std::optional<LogLevel> ParseLogLevel(std::string_view text) {
     if (text == to_string(l)) return l;
   }
   return std::nullopt;
+}
+
+LogLevel EventLevel(std::string_view event) {
+  namespace ev = events;
+  // One row per event of the catalogue; a new event gets a row (else it is info).
+  static constexpr std::pair<std::string_view, LogLevel> kLevels[] = {
+      {ev::kForwardBackpressure, LogLevel::kInfo},
+      {ev::kForwardGateWait, LogLevel::kDebug},
+      {ev::kForwardGiveUp, LogLevel::kWarn},
+      {ev::kForwardRespool, LogLevel::kWarn},
+      {ev::kForwardPoison, LogLevel::kWarn},
+      {ev::kForwardSplit, LogLevel::kInfo},
+      {ev::kForwardAuthRefresh, LogLevel::kInfo},
+      {ev::kForwardAuthFailed, LogLevel::kError},
+      {ev::kForwardTlsError, LogLevel::kError},
+      {ev::kForwardDelivered, LogLevel::kInfo},
+      {ev::kForwardAborted, LogLevel::kInfo},
+      {ev::kForwardError, LogLevel::kError},
+      {ev::kForwardPaceWait, LogLevel::kDebug},
+      {ev::kForwardPacing, LogLevel::kInfo},
+      {ev::kForwardRequestRefused, LogLevel::kWarn},
+      {ev::kDriverCursorCorrupt, LogLevel::kWarn},
+      {ev::kDriverDeadLetter, LogLevel::kError},
+      {ev::kDriverHorizonGiveUp, LogLevel::kError},
+      {ev::kDriverSpoolError, LogLevel::kError},
+      {ev::kForwardConfigError, LogLevel::kError},
+      {ev::kDriverPermanentError, LogLevel::kError},
+      {ev::kDriverQuarantine, LogLevel::kWarn},
+      {ev::kDriverSpoolRepaired, LogLevel::kWarn},
+      {ev::kDriverHandoverChanged, LogLevel::kWarn},
+      {ev::kDaemonStart, LogLevel::kInfo},
+      {ev::kDaemonStats, LogLevel::kInfo},
+      {ev::kDaemonExit, LogLevel::kInfo},
+      {ev::kDaemonReload, LogLevel::kInfo},
+      {ev::kDaemonReloadFailed, LogLevel::kError},
+  };
+  for (const auto& [name, level] : kLevels) {
+    if (name == event) return level;
+  }
+  return LogLevel::kInfo;
 }
 
 std::span<const SettingInfo> SettingTable() {
