@@ -246,7 +246,8 @@ TEST_CASE("SIGHUP under load: the log reopened, files re-read, nothing lost, no 
   const fs::path log = dir / "fwdsink.log";
   DaemonProcess d(dir, "hup",
                   {"forward", "--spool", spool.string(), "--url", Url(central), "--chunk-bytes",
-                   "16k", "--ladder", "0.3", "--jitter", "0", "--poll", "0.1", "--log-json",
+                   "16k", "--ladder", "0.3", "--jitter", "0", "--pacing", "off", "--poll", "0.1",
+                   "--log-json",
                    "--log-file", log.string(), "--token-file", (dir / "token").string(),
                    "--header-file", "X-Tenant: " + (dir / "tenant").string()});
   REQUIRE(d.started());
