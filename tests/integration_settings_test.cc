@@ -108,9 +108,9 @@ TEST_CASE("settings from the file, the environment and flags: flags > environmen
                       "chunk_bytes = \"16k\"\nladder = [0.1]\ninline_budget = \"0.3\"\n"
                       "once = true\n");
   SUBCASE("the variable's URL beats the file's; the flag's label beats the variable's") {
-    const Run r = RunDaemon(dir, {"forward", "--config", file.string(), "--label", "flag-label",
-                                  "--log-json"},
-                            {"FWDSINK_URL=" + Url(central), "FWDSINK_LABEL=env-label"});
+    const Run r = RunDaemon(
+        dir, {"forward", "--config", file.string(), "--label", "flag-label", "--log-json"},
+        {"FWDSINK_URL=" + Url(central), "FWDSINK_LABEL=env-label"});
     CHECK(r.code == kExitOk);
     CHECK(central.received_rows().size() == rows);
     CHECK(Contains(r.err, "\"label\":\"flag-label\""));
@@ -122,8 +122,8 @@ TEST_CASE("settings from the file, the environment and flags: flags > environmen
     CHECK(central.received_rows().empty());
   }
   SUBCASE("FWDSINK_CONFIG names the file when --config does not") {
-    const Run r = RunDaemon(dir, {"forward", "--print-config"},
-                            {"FWDSINK_CONFIG=" + file.string()});
+    const Run r =
+        RunDaemon(dir, {"forward", "--print-config"}, {"FWDSINK_CONFIG=" + file.string()});
     CHECK(r.code == kExitOk);
     CHECK(Contains(r.out, "# file " + file.string() + ":4"));
   }
@@ -138,14 +138,15 @@ TEST_CASE("a bad setting exits 64 naming its source and key: file line, variable
   CHECK(r.code == kExitUsage);
   CHECK(Contains(r.err, "fwdsink: " + file.string() + ":3: zstd_level: 'high'"));
 
-  WriteFile(file, "spool = \"" + (dir / "spool").string() + "\"\nurl = \"http://h/\"\n"
-                  "poll_interval = 5\n");
+  WriteFile(file, "spool = \"" + (dir / "spool").string() +
+                      "\"\nurl = \"http://h/\"\n"
+                      "poll_interval = 5\n");
   r = RunDaemon(dir, {"forward", "--config", file.string()});
   CHECK(r.code == kExitUsage);
   CHECK(Contains(r.err, file.string() + ":3: unknown key 'poll_interval'"));
 
-  const std::vector<std::string> base = {"forward", "--spool", (dir / "spool").string(), "--url",
-                                         "http://127.0.0.1:1/", "--once"};
+  const std::vector<std::string> base = {
+      "forward", "--spool", (dir / "spool").string(), "--url", "http://127.0.0.1:1/", "--once"};
   r = RunDaemon(dir, base, {"FWDSINK_INLINE_BUDGET=soon"});
   CHECK(r.code == kExitUsage);
   CHECK(Contains(r.err, "fwdsink: FWDSINK_INLINE_BUDGET: inline_budget: 'soon'"));
@@ -205,8 +206,8 @@ TEST_CASE("--log-level: every JSON line has its event's level; lower levels are 
   CentralProcess central(dir / "central");
   REQUIRE(central.Start());
   Generate(dir, spool, "20k", "1");
-  std::vector<std::string> args = {"forward", "--once", "--log-json", "--spool", spool.string(),
-                                   "--url", Url(central)};
+  std::vector<std::string> args = {"forward",      "--once", "--log-json", "--spool",
+                                   spool.string(), "--url",  Url(central)};
   std::string min = "info";
   SUBCASE("default: info and above") {}
   SUBCASE("warn: the info lines are gone") {
@@ -245,11 +246,28 @@ TEST_CASE("SIGHUP under load: the log reopened, files re-read, nothing lost, no 
   WriteFile(dir / "tenant", "tenant-a\n");
   const fs::path log = dir / "fwdsink.log";
   DaemonProcess d(dir, "hup",
-                  {"forward", "--spool", spool.string(), "--url", Url(central), "--chunk-bytes",
-                   "16k", "--ladder", "0.3", "--jitter", "0", "--pacing", "off", "--poll", "0.1",
+                  {"forward",
+                   "--spool",
+                   spool.string(),
+                   "--url",
+                   Url(central),
+                   "--chunk-bytes",
+                   "16k",
+                   "--ladder",
+                   "0.3",
+                   "--jitter",
+                   "0",
+                   "--pacing",
+                   "off",
+                   "--poll",
+                   "0.1",
                    "--log-json",
-                   "--log-file", log.string(), "--token-file", (dir / "token").string(),
-                   "--header-file", "X-Tenant: " + (dir / "tenant").string()});
+                   "--log-file",
+                   log.string(),
+                   "--token-file",
+                   (dir / "token").string(),
+                   "--header-file",
+                   "X-Tenant: " + (dir / "tenant").string()});
   REQUIRE(d.started());
   REQUIRE(WaitFor([&] { return Contains(ReadFile(log), "daemon.start"); }));
 

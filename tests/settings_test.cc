@@ -62,13 +62,43 @@ TEST_CASE("the table: flags, keys and variables map onto each other; defaults pa
     CHECK(s.Build().ok());
   }
   // Every flag the daemon had before the table is a key.
-  for (std::string_view key :
-       {"spool", "url", "once", "token_file", "chunk_bytes", "compression", "zstd_level", "ladder",
-        "max_wait", "inline_budget", "jitter", "pacing", "horizon", "poll", "label", "key_header",
-        "ca_file", "connect_timeout", "read_timeout", "min_throughput", "response_timeout",
-        "max_split_requests", "log_json", "progress", "log_file", "stats_interval", "header",
-        "header_file", "basic_auth_file", "client_cert", "client_key", "proxy", "key_param",
-        "no_key_header", "profile", "retry_status", "log_level"}) {
+  for (std::string_view key : {"spool",
+                               "url",
+                               "once",
+                               "token_file",
+                               "chunk_bytes",
+                               "compression",
+                               "zstd_level",
+                               "ladder",
+                               "max_wait",
+                               "inline_budget",
+                               "jitter",
+                               "pacing",
+                               "horizon",
+                               "poll",
+                               "label",
+                               "key_header",
+                               "ca_file",
+                               "connect_timeout",
+                               "read_timeout",
+                               "min_throughput",
+                               "response_timeout",
+                               "max_split_requests",
+                               "log_json",
+                               "progress",
+                               "log_file",
+                               "stats_interval",
+                               "header",
+                               "header_file",
+                               "basic_auth_file",
+                               "client_cert",
+                               "client_key",
+                               "proxy",
+                               "key_param",
+                               "no_key_header",
+                               "profile",
+                               "retry_status",
+                               "log_level"}) {
     CAPTURE(key);
     CHECK(fwdsink::FindSetting(key) != nullptr);
   }
@@ -87,9 +117,9 @@ TEST_CASE("precedence: flags, then environment, then file, then defaults, whatev
   const auto built = s.Build();
   REQUIRE(built.ok());
   const auto& f = built->driver.forward;
-  CHECK(f.chunker.chunk_bytes == 4u << 20);                              // flag
-  CHECK(f.backpressure.inline_budget == milliseconds{90'000});           // environment
-  CHECK(built->driver.horizon == milliseconds{3'600'000});               // file
+  CHECK(f.chunker.chunk_bytes == 4u << 20);                                  // flag
+  CHECK(f.backpressure.inline_budget == milliseconds{90'000});               // environment
+  CHECK(built->driver.horizon == milliseconds{3'600'000});                   // file
   CHECK(f.backpressure.max_wait == fwdsink::BackpressurePolicy{}.max_wait);  // default
   for (const auto& e : s.Describe()) {
     if (e.key == "chunk_bytes") CHECK(e.where == "--chunk-bytes");
@@ -132,8 +162,9 @@ TEST_CASE("a bad value names its source and the key: file line, variable, flag, 
   }
   SUBCASE("api: where and the key; an unknown key is kNotFound") {
     Settings s;
-    CHECK(s.Set("chunk_bytes", "4x", SettingSource::kApi, "api").message().starts_with(
-        "api: chunk_bytes: '4x'"));
+    CHECK(s.Set("chunk_bytes", "4x", SettingSource::kApi, "api")
+              .message()
+              .starts_with("api: chunk_bytes: '4x'"));
     CHECK(s.Set("chunk_byte", "4m", SettingSource::kApi, "api").code() == StatusCode::kNotFound);
   }
   SUBCASE("Build: Validate's field is named by key and source") {
@@ -210,11 +241,11 @@ TEST_CASE("the config file: unknown keys, sections and syntax errors name the li
 TEST_CASE("the environment: unknown FWDSINK_ variables are reported, not errors") {
   Settings s = Required();
   std::vector<std::string> unknown;
-  const std::vector<std::string> env = {"FWDSINK_CHUNK_BYTE=4m",    // typo
-                                        "FWDSINK_chunk_bytes=4m",   // not upper case
-                                        "FWDSINK_CONFIG=/etc/x",    // known, not a key
-                                        "FWDSINK_LABEL=edge",       // a key
-                                        "FWDSINK_MAX_WAIT=",        // empty: unset
+  const std::vector<std::string> env = {"FWDSINK_CHUNK_BYTE=4m",   // typo
+                                        "FWDSINK_chunk_bytes=4m",  // not upper case
+                                        "FWDSINK_CONFIG=/etc/x",   // known, not a key
+                                        "FWDSINK_LABEL=edge",      // a key
+                                        "FWDSINK_MAX_WAIT=",       // empty: unset
                                         "OTHER_LABEL=x"};
   static constexpr std::string_view kIgnore[] = {"FWDSINK_CONFIG"};
   REQUIRE(s.LoadEnvironment(env, &unknown, kIgnore).ok());
@@ -235,8 +266,7 @@ TEST_CASE("switches and repeatable keys across sources") {
     REQUIRE(s.LoadEnvironment(env, nullptr).ok());
     const auto b = s.Build();
     REQUIRE(b.ok());
-    CHECK(b->driver.forward.headers ==
-          fwdsink::HeaderList{{"X-C", "3"}, {"X-D", "4"}});
+    CHECK(b->driver.forward.headers == fwdsink::HeaderList{{"X-C", "3"}, {"X-D", "4"}});
     CHECK_FALSE(b->daemon.once);  // the variable turned the file's switch off
   }
   SUBCASE("twin: without the variables the file's list and switch hold") {

@@ -28,8 +28,8 @@
 #include <utility>
 
 #include "commands.h"
-#include "fwdsink/driver.h"
 #include "fwdsink/credentials.h"
+#include "fwdsink/driver.h"
 #include "fwdsink/http_header.h"
 #include "fwdsink/settings.h"
 #include "fwdsink/telemetry.h"

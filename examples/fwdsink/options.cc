@@ -127,7 +127,6 @@ Handler Set(bool& out) {
   };
 }
 
-
 // Splits "--name=value" into the name and the inline value.
 std::pair<std::string, std::optional<std::string>> SplitFlag(const std::string& arg) {
   const auto eq = arg.find('=');
@@ -273,7 +272,6 @@ std::string PrintConfig(const ForwardConfig& config) {
   if (!config.print_error.empty()) out += "# error: " + config.print_error + "\n";
   return out;
 }
-
 
 Parsed<DeadConfig> ParseDead(const std::vector<std::string>& args) {
   DeadConfig c;

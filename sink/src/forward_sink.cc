@@ -207,9 +207,9 @@ struct ForwardSink::Impl {
   const ForwardOptions options;
   ForwardDeps deps;
   std::unique_ptr<HttpTransport> transport;
-  Encoder encoder;                        // sender thread, or the read-ahead job while it runs
-  ChunkBuffers buffers;                   // sender thread, or the read-ahead job (buffers.ahead)
-  std::optional<std::string> token;       // sender thread only
+  Encoder encoder;                   // sender thread, or the read-ahead job while it runs
+  ChunkBuffers buffers;              // sender thread, or the read-ahead job (buffers.ahead)
+  std::optional<std::string> token;  // sender thread only
   // The extra headers and "Basic ..." (or empty): the options' until a newer generation
   // of deps.credentials replaces them. Sender thread only; never logged.
   HeaderList headers;
@@ -410,9 +410,10 @@ class ForwardSink::Call {
       return true;
     }
     sink_.headers = std::move(fresh->headers);
-    sink_.basic_authorization = fresh->basic_authorization
-                                    ? *std::move(fresh->basic_authorization)
-                                    : BasicAuthorizationFor(ForwardOptions{}, sink_.transport->endpoint());
+    sink_.basic_authorization =
+        fresh->basic_authorization
+            ? *std::move(fresh->basic_authorization)
+            : BasicAuthorizationFor(ForwardOptions{}, sink_.transport->endpoint());
     return true;
   }
 

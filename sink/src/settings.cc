@@ -131,7 +131,8 @@ Status RetryStatuses(std::string_view v, ResponseRules& rules) {
 
 Status HeaderFile(std::string_view v, RequestFiles& r) {
   const auto colon = v.find(':');
-  std::string path = colon == std::string_view::npos ? std::string() : std::string(v.substr(colon + 1));
+  std::string path =
+      colon == std::string_view::npos ? std::string() : std::string(v.substr(colon + 1));
   path.erase(0, path.find_first_not_of(" \t"));
   if (colon == std::string_view::npos || path.empty()) return Bad("expected 'Name: /path/to/file'");
   const std::string name(v.substr(0, colon));
@@ -548,9 +549,8 @@ Result<SinkSettings> Settings::Build() const {
     const auto it = held_.find(row.info.key);
     if (it == held_.end()) continue;
     const Held& h = it->second;
-    where[std::string(row.info.key)] = h.source == SettingSource::kFlag
-                                           ? h.where
-                                           : h.where + ": " + std::string(row.info.key);
+    where[std::string(row.info.key)] =
+        h.source == SettingSource::kFlag ? h.where : h.where + ": " + std::string(row.info.key);
     for (const std::string& v : h.values) {
       if (Status e = row.apply(v, s); !e.ok()) {
         return Status::Config(std::string(row.info.key), WhereOf(where, row.info.key, e.message()));
@@ -559,9 +559,9 @@ Result<SinkSettings> Settings::Build() const {
   }
   for (std::string_view key : {"spool", "url"}) {
     if (held_.find(key) == held_.end()) {
-      return Status::Config(std::string(key),
-                            FlagForKey(key) + ": is required (or " + EnvironmentVariableForKey(key) +
-                                ", or " + std::string(key) + " in the config file)");
+      return Status::Config(std::string(key), FlagForKey(key) + ": is required (or " +
+                                                  EnvironmentVariableForKey(key) + ", or " +
+                                                  std::string(key) + " in the config file)");
     }
   }
   auto on = [this](std::string_view key) {
@@ -569,7 +569,8 @@ Result<SinkSettings> Settings::Build() const {
     return it != held_.end() && !it->second.values.empty() && it->second.values.back() == "true";
   };
   if (on("log_json") && on("progress")) {
-    return Status::Config("progress", WhereOf(where, "progress", "cannot be combined with log_json"));
+    return Status::Config("progress",
+                          WhereOf(where, "progress", "cannot be combined with log_json"));
   }
   if (s.request.basic_auth_file && s.token_file) {
     return Status::Config("basic_auth_file",

@@ -38,15 +38,15 @@ namespace fwdsink {
 enum class SettingSource { kDefault, kFile, kEnvironment, kFlag, kApi };
 [[nodiscard]] std::string_view to_string(SettingSource source);
 
-struct SettingInfo {            // one row of the table
-  std::string_view key;         // "chunk_bytes"; the flag is "--" + key with '_' -> '-'
-  std::string_view value_name;  // "N", "S", "URL", "" for a switch
-  std::string_view help;        // one line (the --help text and --print-config use it)
-  bool secret = false;          // value redacted by Describe()
-  bool repeatable = false;      // "header": each Set() appends (a later source replaces
-                                //  the whole list of an earlier source)
-  bool daemon_only = false;     // log_file, log_json, progress, once, metrics_listen...
-  bool is_switch = false;       // flag takes no value; "true"/"false"/"1"/"0" elsewhere
+struct SettingInfo {                    // one row of the table
+  std::string_view key;                 // "chunk_bytes"; the flag is "--" + key with '_' -> '-'
+  std::string_view value_name;          // "N", "S", "URL", "" for a switch
+  std::string_view help;                // one line (the --help text and --print-config use it)
+  bool secret = false;                  // value redacted by Describe()
+  bool repeatable = false;              // "header": each Set() appends (a later source replaces
+                                        //  the whole list of an earlier source)
+  bool daemon_only = false;             // log_file, log_json, progress, once, metrics_listen...
+  bool is_switch = false;               // flag takes no value; "true"/"false"/"1"/"0" elsewhere
   std::string_view default_value = {};  // as shown by --help and Describe(); "" = none
 };
 
@@ -117,8 +117,7 @@ class Settings {
   // "--chunk-bytes: '4x' is not ..."). `where` is the file and line, the variable, the
   // flag, or "api". A value from a lower-precedence source than the one held is checked
   // and then ignored. A switch takes "", "true", "1" (on) or "false", "0" (off).
-  Status Set(std::string_view key, std::string_view value, SettingSource source,
-             std::string where);
+  Status Set(std::string_view key, std::string_view value, SettingSource source, std::string where);
 
   // Reads a TOML config file (flat `key = value` lines; arrays for repeatable keys and
   // lists) and sets every key with source kFile, where "FILE:LINE". An unknown key, a
