@@ -408,7 +408,8 @@ int RunForward(const ForwardConfig& config) {
   // @ref LLP 0017#request-options
   fwdsink::DriverOptions options = config.driver;
   if (const fwdsink::Status e = LoadRequestSecrets(config.request, options.forward); !e.ok()) {
-    std::cerr << UsageError{"", e.message()}.Text() << "\n";
+    // The status names the key and the file ("header_file F: ..."); say the flag too.
+    std::cerr << UsageError{fwdsink::FlagForKey(e.field()), e.message()}.Text() << "\n";
     return kExitUsage;
   }
   options.forward.transport.proxy =
@@ -423,7 +424,7 @@ int RunForward(const ForwardConfig& config) {
     // @ref LLP 0022#token-file
     if (const fwdsink::Status bad = fwdsink::CheckTokenFile(*config.token_file); !bad.ok()) {
       // The message names the source; the token itself is never printed.
-      std::cerr << "fwdsink: " << bad.message() << "\n";
+      std::cerr << UsageError{"--token-file", bad.message()}.Text() << "\n";
       return kExitUsage;
     }
     deps.tokens = fwdsink::FileTokenProvider(*config.token_file);
