@@ -56,7 +56,11 @@ TEST_CASE("failover: primary stopped mid-run, fallback takes over, primary taken
                         "2",
                         "--log-json",
                         "--stats-interval",
-                        "0.5"});
+                        "0.5",
+                        // One sender, so that a switch has one chunk in flight (the
+                        // bound below); several senders: failover_sink_test, lb test.
+                        "--concurrency",
+                        "1"});
   REQUIRE(daemon.started());
 
   // Stop the primary once it holds a fifth of the rows.

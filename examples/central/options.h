@@ -52,7 +52,8 @@ struct Options {
 
   std::optional<std::filesystem::path> request_log;  // --request-log FILE
 
-  bool help = false;  // --help
+  bool help = false;     // --help
+  bool version = false;  // --version
 };
 
 // The outcome of parsing: options, or a message that names the offending flag.

@@ -6,6 +6,7 @@
 #include <mutex>
 #include <nlohmann/json.hpp>
 #include <stop_token>
+#include <utility>
 
 #include "chunk_source.h"
 #include "default_random.h"
@@ -235,6 +236,7 @@ std::string BasicAuthorizationFor(const ForwardOptions& o, const Endpoint& ep) {
 struct EndpointLink {
   std::unique_ptr<HttpTransport> transport;
   std::optional<std::string> token = {};  // sender thread only
+  bool token_reload = false;              // credentials reloaded: ask with a refresh
   std::string basic_authorization = {};   // "Basic ..." or empty; never logged
 };
 
@@ -244,7 +246,8 @@ struct ForwardSink::Impl {
       : options(std::move(o)),
         deps(std::move(d)),
         links(std::move(l)),
-        encoder(options.compression, options.zstd_level) {
+        encoder(options.compression, options.zstd_level),
+        headers(options.headers) {
     buffers.Reserve(options.chunker.chunk_bytes, options.compression != Compression::kIdentity);
     for (EndpointLink& link : links) {
       link.basic_authorization = BasicAuthorizationFor(options, link.transport->endpoint());
@@ -261,6 +264,10 @@ struct ForwardSink::Impl {
   std::vector<EndpointLink> links;  // one per endpoint, in deps.endpoints' order; fixed
   Encoder encoder;                  // sender thread, or the read-ahead job while it runs
   ChunkBuffers buffers;             // sender thread, or the read-ahead job (buffers.ahead)
+  // The extra headers: the options' until a newer generation of deps.credentials
+  // replaces them (each link's "Basic ..." likewise). Sender thread only; never logged.
+  HeaderList headers;
+  std::uint64_t credentials_seen = 0;  // sender thread only
   std::stop_source stop;
   Counters counters;
   mutable std::mutex state_mu;
@@ -385,7 +392,7 @@ class ForwardSink::Call {
       h.emplace_back("Content-Encoding", std::string(ce));
     }
     if (options_.send_idempotency_header) h.emplace_back(options_.idempotency_header, key);
-    h.insert(h.end(), options_.headers.begin(), options_.headers.end());
+    h.insert(h.end(), sink_.headers.begin(), sink_.headers.end());
     if (Link().token) {
       h.emplace_back("Authorization", "Bearer " + *Link().token);
     } else if (!Link().basic_authorization.empty()) {
@@ -403,7 +410,9 @@ class ForwardSink::Call {
     if (!options_.idempotency_query_param.empty()) {
       sending.query = options_.idempotency_query_param + "=" + PercentEncode(sending.key);
     }
-    HeaderList headers;
+    // Reloaded credentials apply from a chunk's first attempt on. @ref LLP 0024#reload
+    TakeNewCredentials();
+    HeaderList headers;  // built by UseEndpoint: first attempt, and on every move
     for (;;) {
       if (stop_.stop_requested()) return Aborted();
       if (!UseEndpoint(sending, headers)) return ChunkEnd::kStop;
@@ -455,7 +464,7 @@ class ForwardSink::Call {
     if (!changed) return true;
     // A token is checked once, when it is handed over (here or after a refresh).
     if (Entry().tokens && !Link().token) {
-      Link().token = Entry().tokens(false);
+      Link().token = Entry().tokens(std::exchange(Link().token_reload, false));
       if (!TokenIsSafe(sending)) return false;
     }
     headers = Headers(sending.key);
@@ -497,6 +506,36 @@ class ForwardSink::Call {
     }
     Emit(std::move(e));
     return d;
+  }
+
+  // Takes a newer generation of published credentials; returns whether there was one.
+  // A set with an unsafe header value is not taken (the old one stays): it would inject
+  // headers. @ref LLP 0023#header-safety
+  bool TakeNewCredentials() {
+    if (!sink_.deps.credentials) return false;
+    std::optional<RequestCredentials> fresh =
+        sink_.deps.credentials->TakeIfNewer(sink_.credentials_seen);
+    if (!fresh) return false;
+    // The token is asked afresh on every endpoint (the file may have been rotated).
+    for (EndpointLink& link : sink_.links) {
+      link.token.reset();
+      link.token_reload = true;
+    }
+    for (const auto& [name, value] : fresh->headers) {
+      if (!ValidateHeaderField(name, value, "reloaded header").ok()) return true;
+    }
+    if (fresh->basic_authorization &&
+        !ValidateHeaderValue(*fresh->basic_authorization, "reloaded basic auth").ok()) {
+      return true;
+    }
+    sink_.headers = std::move(fresh->headers);
+    for (EndpointLink& link : sink_.links) {
+      link.basic_authorization =
+          fresh->basic_authorization
+              ? *fresh->basic_authorization
+              : BasicAuthorizationFor(ForwardOptions{}, link.transport->endpoint());
+    }
+    return true;
   }
 
   // A token with CR, LF, NUL or another control byte would inject headers: it is a

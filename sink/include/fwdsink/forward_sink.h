@@ -16,6 +16,7 @@
 #include "fwdsink/chunker.h"
 #include "fwdsink/clock.h"
 #include "fwdsink/codec.h"
+#include "fwdsink/credentials.h"
 #include "fwdsink/endpoint_health.h"
 #include "fwdsink/gate.h"
 #include "fwdsink/pacer.h"
@@ -219,6 +220,9 @@ struct ForwardDeps {
   // sender made from copies of these deps; default: Endpoints::Make(options, deps),
   // whose primary takes `gate` and `pacer` above. @ref LLP 0019
   std::shared_ptr<Endpoints> endpoints;
+  // Credentials published while the sink runs (the daemon's SIGHUP), shared by every
+  // sender; default: none, the options' headers and basic_auth hold. @ref LLP 0024#reload
+  std::shared_ptr<const CredentialsBox> credentials;
 };
 
 // Streams partitions to one endpoint, or to the one in use of a primary and its

@@ -19,7 +19,9 @@ namespace fwdsink {
 // `label`, and the sink's `partition`. The fields each one adds are listed, as
 // emitted by sink/src/forward_sink.cc, sink/src/driver.cc and examples/fwdsink/forward.cc
 // (when `begin` or `end` is listed, both are rendered). The daemon's JSON log puts
-// `ts` (RFC 3339, UTC, milliseconds) first on every line. @ref LLP 0015#events
+// `ts` (RFC 3339, UTC, milliseconds) first on every line, then `level` (debug, info,
+// warn or error: fwdsink::EventLevel() in fwdsink/settings.h gives each event's; a new
+// event gets a row there). @ref LLP 0015#events
 namespace events {
 // A 429/503 (or a transport error / other 5xx) and the wait chosen.
 // Fields: partition, key, status (0 for a transport error), reason, attempt, wait_ms,
@@ -135,6 +137,13 @@ inline constexpr std::string_view kForwardProbeFailed = "forward.probe_failed";
 // | "error" | "rtt_rising" | "latency_bound"), begin (the limit before), end (the limit
 // after), message. @ref LLP 0018#visible
 inline constexpr std::string_view kDriverConcurrency = "driver.concurrency";
+// SIGHUP was handled: the log file reopened, the header, Basic-auth and token files
+// re-read and handed to the senders (taken before their next chunk). Fields: signal,
+// reloaded (what: "log_file", "credentials"). @ref LLP 0024#reload
+inline constexpr std::string_view kDaemonReload = "daemon.reload";
+// SIGHUP could not reload something; the old log file or credentials stay in use.
+// Fields: signal, reloaded (what did reload), message (what failed; never a secret).
+inline constexpr std::string_view kDaemonReloadFailed = "daemon.reload_failed";
 }  // namespace events
 
 // One structured event. Fields that do not apply are left at their defaults (0 /
