@@ -27,6 +27,9 @@ struct DriverOptions {
   std::vector<std::chrono::milliseconds> tick_pauses = {
       std::chrono::seconds{1}, std::chrono::seconds{5}, std::chrono::seconds{15},
       std::chrono::seconds{30}, std::chrono::seconds{60}};
+  // Caps on dead/, enforced at the start of every tick (oldest deleted first, each with
+  // a driver.dead_purged event). Default: none. @ref LLP 0025#caps
+  DeadCaps dead_caps{};
 };
 
 // Checks the options; returns OK, or a kInvalidConfig status naming the bad field

@@ -17,6 +17,7 @@
 #include "fwdsink/clock.h"
 #include "fwdsink/codec.h"
 #include "fwdsink/gate.h"
+#include "fwdsink/histogram.h"
 #include "fwdsink/pacer.h"
 #include "fwdsink/status.h"
 #include "fwdsink/telemetry.h"
@@ -203,6 +204,9 @@ struct ForwardDeps {
   // Jitter source, when policy.jitter > 0; default: a private generator seeded from
   // std::random_device (guarded: safe from any thread).
   UniformRandom random;
+  // Request latency (Post start to verdict input), shared like the gate; default: none
+  // (not recorded). @ref LLP 0025#metrics
+  std::shared_ptr<LatencyHistogram> latency;
 };
 
 // Streams partitions to one endpoint.

@@ -86,7 +86,7 @@ inline constexpr std::string_view kDriverDeadLetter = "driver.dead_letter";
 // Fields: partition, status, reason, begin (from offset), message.
 inline constexpr std::string_view kDriverHorizonGiveUp = "driver.horizon_give_up";
 // The spool refused an operation. Fields: partition (absent for list_ready), reason
-// (the operation: list_ready, cursor_unreadable, cursor_save, mark_delivered,
+// (the operation: list_ready, cursor_unreadable, cursor_save, mark_delivered, dead_purge,
 // read_poison, dead_letter), begin and end (read_poison only), message.
 inline constexpr std::string_view kDriverSpoolError = "driver.spool_error";
 // The server refuses our configuration (a ClickHouse unknown table, unknown setting,
@@ -120,6 +120,19 @@ inline constexpr std::string_view kDaemonStats = "daemon.stats";
 // The daemon is exiting. Fields: those of daemon.stats (rates 0), exit_code, why
 // ("once" | "signal"), signal (the signal number, when one stopped it).
 inline constexpr std::string_view kDaemonExit = "daemon.exit";
+// A dead letter was deleted by a cap (--max-dead-bytes / --max-dead-age), oldest first.
+// Fields: partition (the dead letter's partition), reason ("max_dead_bytes" |
+// "max_dead_age"), begin, end (its byte range), message (the dead name, its size and
+// age). @ref LLP 0025#caps
+inline constexpr std::string_view kDriverDeadPurged = "driver.dead_purged";
+// SpoolWriter (when_full = drop_oldest) deleted the oldest ready partition to make room
+// under max_ready_bytes. Fields: partition, reason="max_ready_bytes", end (its size),
+// message. @ref LLP 0025#caps
+inline constexpr std::string_view kWriterDropOldest = "writer.drop_oldest";
+// SpoolWriter (when_full = block) waited for room under max_ready_bytes. Fields:
+// partition (the one being sealed), reason ("full" when it starts waiting, "timeout"
+// when it gives up), wait_ms (waited so far), message. @ref LLP 0025#caps
+inline constexpr std::string_view kWriterFull = "writer.full";
 }  // namespace events
 
 // One structured event. Fields that do not apply are left at their defaults (0 /
@@ -235,7 +248,8 @@ class JsonObject {
   COUNTER(pacer_wait_ms, "Milliseconds of pacer waits taken (sum).")                         \
   GAUGE(pacing_bytes_per_s, "Pacing rate in wire bytes/s now (0: no byte limit).")           \
   GAUGE(pacing_requests_per_s, "Pacing rate in requests/s now, rounded up (0: no limit).")   \
-  GAUGE(pacing_source, "Where the pacing rate comes from: 0 none, 1 learned, 2 advertised.")
+  GAUGE(pacing_source, "Where the pacing rate comes from: 0 none, 1 learned, 2 advertised.")     \
+  GAUGE(last_ack_time_ms, "Wall-clock time of the last acknowledged chunk, ms since the epoch.")
 
 // The driver's counters (Driver::counters()).
 #define FWDSINK_DRIVER_COUNTERS(COUNTER, GAUGE)                                              \
@@ -254,7 +268,17 @@ class JsonObject {
   COUNTER(quarantined, "ready/ entries moved to quarantine/ (links, FIFOs, bad names).")     \
   COUNTER(spool_repairs, "Spool folders recreated after they vanished.")                     \
   COUNTER(handover_changed, "Delivered partitions changed after hand-over (kept).")          \
-  GAUGE(overload_level, "Current overload level: 0 = none, higher pauses longer between ticks.")
+  GAUGE(overload_level, "Current overload level: 0 = none, higher pauses longer between ticks.") \
+  COUNTER(dead_purged, "Dead letters deleted by the --max-dead-bytes/--max-dead-age caps.")    \
+  COUNTER(dead_purged_bytes, "Bytes of dead letters deleted by the caps.")
+
+// The producer's counters (SpoolWriter::counters()). @ref LLP 0025#caps
+#define FWDSINK_WRITER_COUNTERS(COUNTER, GAUGE)                                             \
+  COUNTER(partitions_sealed, "Partitions sealed into ready/.")                              \
+  COUNTER(full_waits, "Seals that waited for ready/ to fall below max_ready_bytes.")        \
+  COUNTER(full_timeouts, "Seals refused after waiting block_timeout for room in ready/.")   \
+  COUNTER(dropped_partitions, "Oldest ready/ partitions deleted to make room (drop_oldest).") \
+  COUNTER(dropped_bytes, "Bytes of the partitions deleted to make room (drop_oldest).")
 
 enum class CounterKind { kCounter, kGauge };
 [[nodiscard]] std::string_view to_string(CounterKind kind);
@@ -290,6 +314,11 @@ struct DriverCountersSnapshot {
   FWDSINK_DRIVER_COUNTERS(FWDSINK_INTERNAL_PLAIN_FIELD, FWDSINK_INTERNAL_PLAIN_FIELD)
 };
 
+// The producer's counters: plain, as SpoolWriter is used by one thread at a time.
+struct WriterCounters {
+  FWDSINK_WRITER_COUNTERS(FWDSINK_INTERNAL_PLAIN_FIELD, FWDSINK_INTERNAL_PLAIN_FIELD)
+};
+
 #undef FWDSINK_INTERNAL_ATOMIC_FIELD
 #undef FWDSINK_INTERNAL_PLAIN_FIELD
 
@@ -310,6 +339,10 @@ void ForEachCounter(const CountersSnapshot& s, Visit&& visit) {
 template <class Visit>
 void ForEachCounter(const DriverCountersSnapshot& s, Visit&& visit) {
   FWDSINK_DRIVER_COUNTERS(FWDSINK_INTERNAL_VISIT_COUNTER, FWDSINK_INTERNAL_VISIT_GAUGE)
+}
+template <class Visit>
+void ForEachCounter(const WriterCounters& s, Visit&& visit) {
+  FWDSINK_WRITER_COUNTERS(FWDSINK_INTERNAL_VISIT_COUNTER, FWDSINK_INTERNAL_VISIT_GAUGE)
 }
 
 #undef FWDSINK_INTERNAL_VISIT_COUNTER
