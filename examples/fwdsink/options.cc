@@ -9,6 +9,7 @@
 
 #include "fwdsink/codec.h"
 #include "fwdsink/status.h"
+#include "metrics.h"
 
 namespace fwdsink_cli {
 namespace {
@@ -123,6 +124,33 @@ Handler Path(std::filesystem::path& out) {
 Handler Set(bool& out) {
   return [&out](const std::string&) -> fwdsink::Status {
     out = true;
+    return fwdsink::OkStatus();
+  };
+}
+
+// Handlers of the ops flags (@ref LLP 0025).
+Handler Listen(std::optional<std::string>& out) {
+  return [&out](const std::string& v) -> fwdsink::Status {
+    if (!ParseListen(v)) return Bad("'" + v + "' is not HOST:PORT (e.g. 127.0.0.1:9464)");
+    out = v;
+    return fwdsink::OkStatus();
+  };
+}
+
+Handler OptionalSize(std::optional<std::uint64_t>& out) {
+  return [&out](const std::string& v) -> fwdsink::Status {
+    std::uint64_t n = 0;
+    if (auto bad = PositiveSize(n)(v); !bad.ok()) return bad;
+    out = n;
+    return fwdsink::OkStatus();
+  };
+}
+
+Handler OptionalDuration(std::optional<milliseconds>& out) {
+  return [&out](const std::string& v) -> fwdsink::Status {
+    milliseconds d{0};
+    if (auto bad = PositiveDuration(d)(v); !bad.ok()) return bad;
+    out = d;
     return fwdsink::OkStatus();
   };
 }
@@ -312,6 +340,7 @@ std::string OptionForField(std::string_view field) {
       {"forward.idempotency_query_param", "--key-param"},
       {"forward.send_idempotency_header", "--no-key-header"},
       {"forward.responses", "--retry-status"},
+      {"dead_caps.max_age", "--max-dead-age"},
   };
   for (const auto& [prefix, option] : kMap) {
     if (field.starts_with(prefix)) return std::string(option);
@@ -377,6 +406,10 @@ Parsed<ForwardConfig> ParseForward(const std::vector<std::string>& args) {
       {"--no-key-header", false, Set(request.no_key_header)},
       {"--profile", true, Text(request.profile)},
       {"--retry-status", true, Text(request.retry_status)},
+      // @ref LLP 0025#metrics, LLP 0025#caps
+      {"--metrics-listen", true, Listen(c.metrics_listen)},
+      {"--max-dead-bytes", true, OptionalSize(d.dead_caps.max_bytes)},
+      {"--max-dead-age", true, OptionalDuration(d.dead_caps.max_age)},
   };
   if (auto e = ParseFlags(args, flags, nullptr)) return {std::nullopt, *e};
   if (c.help) return {c, {}};
@@ -555,6 +588,7 @@ commands:
   forward    forward the spool until SIGINT/SIGTERM (or one pass with --once)
   dead       list, requeue or purge dead letters (poisoned rows, given-up partitions)
   generate   write realistic telemetry rows into a spool (for demos and tests)
+  status     show a spool's backlog, cursors, dead letters and last error (read-only)
 
 Run `fwdsink <command> --help` for a command's options.
 )";
@@ -623,6 +657,11 @@ chunk). Durations are seconds unless suffixed: 250ms, 1.5s, 5m, 1h.
   --progress             progress line on stderr even when not a terminal
   --log-file F           also append the JSON log lines to F
   --stats-interval S     period of the JSON stats line (default 10)
+  --metrics-listen A:P   serve GET /metrics (Prometheus), /healthz and /readyz on
+                         A:P, e.g. 127.0.0.1:9464 (default off; port 0 picks one,
+                         named in the daemon.start line)
+  --max-dead-bytes N     delete the oldest dead letters while dead/ holds more
+  --max-dead-age S       delete dead letters dead longer than S (e.g. 168h)
 exit codes: 64 bad options (the message names the option), 74 spool unusable.
 )";
 }

@@ -51,6 +51,9 @@ struct ForwardConfig {
   std::optional<std::filesystem::path> log_file;  // --log-file: JSON lines, appended
   std::chrono::milliseconds stats_interval = std::chrono::seconds{10};  // --stats-interval
   bool help = false;
+  // @ref LLP 0025 (ops): --metrics-listen ADDR:PORT; --max-dead-bytes and --max-dead-age
+  // set driver.dead_caps.
+  std::optional<std::string> metrics_listen;
 };
 
 enum class DeadAction { kList, kRequeue, kPurge };

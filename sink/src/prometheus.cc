@@ -74,6 +74,22 @@ std::string FormatMetricValue(double value) {
   return buf;
 }
 
+std::string EndpointLabel(std::string_view url) {
+  const auto scheme_end = url.find("://");
+  if (scheme_end == std::string_view::npos) return std::string(url.substr(0, url.find_first_of("?#")));
+  const std::string_view scheme = url.substr(0, scheme_end + 3);
+  std::string_view rest = url.substr(scheme_end + 3);
+  rest = rest.substr(0, rest.find_first_of("?#"));
+  const auto path_at = rest.find('/');
+  std::string_view authority = rest.substr(0, path_at);
+  const std::string_view path = path_at == std::string_view::npos ? "" : rest.substr(path_at);
+  // Credentials never reach a label. @ref LLP 0025#names
+  if (const auto at = authority.rfind('@'); at != std::string_view::npos) {
+    authority.remove_prefix(at + 1);
+  }
+  return std::string(scheme) + std::string(authority) + std::string(path);
+}
+
 ExportedName ExportedNameFor(std::string_view prefix, const CounterField& field) {
   ExportedName e{std::string(prefix) + std::string(field.name), 1};
   // Base units: the lists count milliseconds; Prometheus wants seconds.

@@ -26,6 +26,10 @@ using MetricLabels = std::vector<MetricLabel>;
 // digits, and +Inf, -Inf, NaN as the format spells them.
 [[nodiscard]] std::string FormatMetricValue(double value);
 
+// Returns the endpoint label for `url`: scheme://host[:port]/path, with no userinfo
+// (user, password) and no query or fragment (a query may carry a key or a token).
+[[nodiscard]] std::string EndpointLabel(std::string_view url);
+
 // How one counter list entry is exported: the list name with the prefix, "_ms" turned
 // into "_seconds" (base units; the value scaled by 1e-3) and "_total" after counters.
 struct ExportedName {
