@@ -167,7 +167,7 @@ std::string HumanBytes(std::uint64_t b) {
 void PrintPartitions(const Snapshot& s) {
   if (s.partitions.empty()) return;
   std::printf("  %-44s %10s %10s %5s %-8s %8s  %s\n", "PARTITION", "BYTES", "CURSOR", "DONE",
-              "CURSOR", "FAILURES", "FIRST_FAILURE");
+              "STATE", "FAILURES", "FIRST_FAILURE");
   for (std::size_t i = 0; i < s.partitions.size() && i < kScreenPartitions; ++i) {
     const PartitionRow& r = s.partitions[i];
     const double done =

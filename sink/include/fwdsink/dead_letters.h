@@ -83,9 +83,9 @@ struct DeadList {
 struct DeadCaps {
   // Delete the oldest dead letters while the area holds more than this many bytes (the
   // rows file and the record of each dead letter, as on disk).
-  std::optional<std::uint64_t> max_bytes;
+  std::optional<std::uint64_t> max_bytes{};
   // Delete the dead letters that died at or before now - max_age.
-  std::optional<std::chrono::milliseconds> max_age;
+  std::optional<std::chrono::milliseconds> max_age{};
   [[nodiscard]] bool any() const noexcept { return max_bytes || max_age; }
 };
 

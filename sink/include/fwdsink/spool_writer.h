@@ -35,7 +35,7 @@ struct SpoolWriterOptions {
   // Seal a partition only while ready/ (the sealed partitions waiting to be forwarded,
   // by any producer) plus the partition would stay within this many bytes. A partition
   // bigger than the cap alone is sealed when ready/ is empty.
-  std::optional<std::uint64_t> max_ready_bytes;
+  std::optional<std::uint64_t> max_ready_bytes{};
   enum class WhenFull {
     // Seal() waits (polling every full_poll) for the forwarder to make room, up to
     // block_timeout; then it fails with kBusy and keeps the partition open (no row is
@@ -53,7 +53,7 @@ struct SpoolWriterOptions {
     std::this_thread::sleep_for(d);
   };
   // Receives writer.full and writer.drop_oldest, on the producer's thread. Default: none.
-  EventCallback on_event;
+  EventCallback on_event{};
 };
 
 // Writes rows into sealed partitions of one spool directory.
