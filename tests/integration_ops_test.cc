@@ -36,7 +36,7 @@ using fwdsink::test::DaemonProcess;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
-constexpr auto kWait = 15s;        // any condition polled for
+constexpr auto kWait = 15s;         // any condition polled for
 constexpr auto kStopDeadline = 5s;  // SIGTERM to exit
 // Debian's interpreter: python3-prometheus-client is installed for it (scripts/deps.sh).
 constexpr const char* kPython = "/usr/bin/python3";
@@ -76,7 +76,8 @@ std::string SealRows(const fs::path& spool, int rows, int tag) {
   auto w = fwdsink::SpoolWriter::Open(spool);
   REQUIRE(w.ok());
   for (int i = 0; i < rows; ++i) {
-    REQUIRE(w->Append("{\"tag\":" + std::to_string(tag) + ",\"i\":" + std::to_string(i) + "}").ok());
+    REQUIRE(
+        w->Append("{\"tag\":" + std::to_string(tag) + ",\"i\":" + std::to_string(i) + "}").ok());
   }
   auto sealed = w->Seal();
   REQUIRE(sealed.ok());
@@ -144,19 +145,19 @@ TEST_CASE("/metrics parses with prometheus_client, and its values move as rows a
   REQUIRE(central.Start());
   SealRows(spool, 30, 1);
   // Credentials and a query in the URL must not reach the endpoint label.
-  const std::string url = "http://user:pw@127.0.0.1:" + std::to_string(central.port()) +
-                          "/ingest?secret=1";
-  DaemonProcess d(dir, "metrics", {"forward", "--spool", spool.string(), "--url", url,
-                                   "--metrics-listen", "127.0.0.1:0", "--log-json", "--poll",
-                                   "50ms", "--max-dead-bytes", "1m"});
+  const std::string url =
+      "http://user:pw@127.0.0.1:" + std::to_string(central.port()) + "/ingest?secret=1";
+  DaemonProcess d(dir, "metrics",
+                  {"forward", "--spool", spool.string(), "--url", url, "--metrics-listen",
+                   "127.0.0.1:0", "--log-json", "--poll", "50ms", "--max-dead-bytes", "1m"});
   REQUIRE(d.started());
   const std::string address = MetricsAddress(d);
   REQUIRE_FALSE(address.empty());
   REQUIRE(WaitFor([&] { return ReadyCount(spool) == 0; }));
 
   const json first = Scrape(dir, address);
-  CHECK(first["#endpoints"] == json::array({"http://127.0.0.1:" + std::to_string(central.port()) +
-                                             "/ingest"}));
+  CHECK(first["#endpoints"] ==
+        json::array({"http://127.0.0.1:" + std::to_string(central.port()) + "/ingest"}));
   CHECK(first["#unlabelled"] == 0);
   CHECK(first["#type:fwdsink_sink_rows_acked"] == "counter");
   CHECK(first["#type:fwdsink_ready_partitions"] == "gauge");
@@ -292,14 +293,14 @@ TEST_CASE("sd_notify on a fake NOTIFY_SOCKET: READY=1, WATCHDOG=1 and STATUS=, t
   REQUIRE(central.Start());
   SealRows(spool, 5, 1);
   FakeNotifySocket sock(dir / "notify.sock");
-  const std::vector<std::string> args = {"forward", "--spool", spool.string(), "--url",
+  const std::vector<std::string> args = {"forward",    "--spool",    spool.string(),     "--url",
                                          Url(central), "--log-json", "--stats-interval", "100ms"};
 
   SUBCASE("with a watchdog: pings at half the period, in order") {
     std::optional<DaemonProcess> d;
     {
-      ScopedEnv env({{"NOTIFY_SOCKET", (dir / "notify.sock").string()},
-                     {"WATCHDOG_USEC", "200000"}});
+      ScopedEnv env(
+          {{"NOTIFY_SOCKET", (dir / "notify.sock").string()}, {"WATCHDOG_USEC", "200000"}});
       d.emplace(dir, "notify", args);
     }
     REQUIRE(d->started());
@@ -357,8 +358,7 @@ TEST_CASE("fwdsink status beside a running daemon: backlog, cursors, dead letter
                                "bad_row", now)
                 .ok());
     fwdsink::test::WriteFile(s->PartitionPath("20261130T090000.000Z-1-00000002"), rows);
-    REQUIRE(s->DeadLetterPartition("20261130T090000.000Z-1-00000002", 0, "horizon", 503, now)
-                .ok());
+    REQUIRE(s->DeadLetterPartition("20261130T090000.000Z-1-00000002", 0, "horizon", 503, now).ok());
     fs::remove(s->PartitionPath("20261130T090000.000Z-1-00000001"));
   }
   DaemonProcess d(dir, "daemon",
@@ -429,8 +429,8 @@ TEST_CASE("fwdsink forward --max-dead-age purges old dead letters, with an event
     }
   };
   seed();
-  const std::vector<std::string> base = {"forward", "--once", "--spool", spool.string(), "--url",
-                                         Url(central), "--log-json"};
+  const std::vector<std::string> base = {"forward", "--once",     "--spool",   spool.string(),
+                                         "--url",   Url(central), "--log-json"};
 
   SUBCASE("over the age cap") {
     auto args = base;

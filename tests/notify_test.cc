@@ -35,12 +35,12 @@ TEST_CASE("LoopWatch: healthy while the loop moves, not after it stands still pa
   SUBCASE("a long backoff wait is the job; the stall clock starts when it should end") {
     const auto until = kT0 + 300s;
     CHECK(watch.Healthy({.progress = 2, .phase = Phase::kWaiting, .wait_until = until}, kT0));
-    CHECK(watch.Healthy({.progress = 2, .phase = Phase::kWaiting, .wait_until = until},
-                        kT0 + 299s));
-    CHECK(watch.Healthy({.progress = 2, .phase = Phase::kWaiting, .wait_until = until},
-                        until + 59s));
-    CHECK_FALSE(watch.Healthy({.progress = 2, .phase = Phase::kWaiting, .wait_until = until},
-                              until + 60s));
+    CHECK(
+        watch.Healthy({.progress = 2, .phase = Phase::kWaiting, .wait_until = until}, kT0 + 299s));
+    CHECK(
+        watch.Healthy({.progress = 2, .phase = Phase::kWaiting, .wait_until = until}, until + 59s));
+    CHECK_FALSE(
+        watch.Healthy({.progress = 2, .phase = Phase::kWaiting, .wait_until = until}, until + 60s));
   }
   SUBCASE("twin: idle without progress is a stall too (ticks stopped)") {
     CHECK(watch.Healthy({.progress = 5, .phase = Phase::kIdle}, kT0 + 1s));

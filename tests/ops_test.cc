@@ -26,9 +26,9 @@ using fwdsink::test::WriteFile;
 
 namespace {
 
-constexpr std::string_view kSuite = "ops_test";  // folder under FWDSINK_TEST_TMP
+constexpr std::string_view kSuite = "ops_test";               // folder under FWDSINK_TEST_TMP
 constexpr std::string_view kRows = "{\"n\":1}\n{\"n\":2}\n";  // 16 bytes
-constexpr std::string_view kRow = "0123456789";                // 11 bytes with '\n'
+constexpr std::string_view kRow = "0123456789";               // 11 bytes with '\n'
 
 // Writes dead letters one minute apart (the oldest first), each from its own partition;
 // returns the spool.
@@ -36,11 +36,11 @@ fwdsink::Spool SpoolWithDead(const fs::path& dir, fwdsink::FakeClock& clock, int
   auto spool = fwdsink::Spool::Open(dir);
   REQUIRE(spool.ok());
   for (int i = 0; i < letters; ++i) {
-    const std::string name = "20261130T0900" + std::to_string(10 + i) + ".000Z-7-0000000" +
-                             std::to_string(i);
+    const std::string name =
+        "20261130T0900" + std::to_string(10 + i) + ".000Z-7-0000000" + std::to_string(i);
     WriteFile(spool->PartitionPath(name), kRows);
-    auto dead = spool->DeadLetterChunk(name, 0, kRows.size(), kRows, 400, "bad_row",
-                                       clock.SystemNow());
+    auto dead =
+        spool->DeadLetterChunk(name, 0, kRows.size(), kRows, 400, "bad_row", clock.SystemNow());
     REQUIRE(dead.ok());
     clock.Advance(1min);
   }
@@ -102,11 +102,11 @@ TEST_CASE("Prometheus text: escaping, values, names in base units") {
 
 TEST_CASE("LatencyHistogram counts cumulatively, +Inf holds everything") {
   fwdsink::LatencyHistogram h;
-  h.Observe(3ms);     // <= 0.005
-  h.Observe(5ms);     // == 0.005: "le" is inclusive
-  h.Observe(200ms);   // <= 0.25
-  h.Observe(60s);     // past the last bound: +Inf only
-  h.Observe(-1ms);    // counted as 0
+  h.Observe(3ms);    // <= 0.005
+  h.Observe(5ms);    // == 0.005: "le" is inclusive
+  h.Observe(200ms);  // <= 0.25
+  h.Observe(60s);    // past the last bound: +Inf only
+  h.Observe(-1ms);   // counted as 0
   const auto s = h.Snapshot();
   CHECK(s.cumulative[0] == 3);
   CHECK(s.cumulative[4] == 3);  // <= 0.1
@@ -145,8 +145,8 @@ TEST_CASE("EnforceDeadCaps purges the oldest dead letters first, by age and by b
     CHECK(DeadNames(spool, clock.SystemNow()).size() == 4);
   }
   SUBCASE("by bytes: the oldest go until the rest fits") {
-    auto purged = fwdsink::EnforceDeadCaps(spool, {.max_bytes = 2 * per_letter + 1},
-                                           clock.SystemNow());
+    auto purged =
+        fwdsink::EnforceDeadCaps(spool, {.max_bytes = 2 * per_letter + 1}, clock.SystemNow());
     REQUIRE(purged.ok());
     REQUIRE(purged->size() == 2);
     CHECK((*purged)[0].cap == "max_dead_bytes");
@@ -154,8 +154,7 @@ TEST_CASE("EnforceDeadCaps purges the oldest dead letters first, by age and by b
     CHECK(fwdsink::MeasureSpool(dir)->dead_bytes == 2 * per_letter);
   }
   SUBCASE("twin: exactly at the byte cap, nothing purged") {
-    auto purged = fwdsink::EnforceDeadCaps(spool, {.max_bytes = 4 * per_letter},
-                                           clock.SystemNow());
+    auto purged = fwdsink::EnforceDeadCaps(spool, {.max_bytes = 4 * per_letter}, clock.SystemNow());
     REQUIRE(purged.ok());
     CHECK(purged->empty());
   }
@@ -250,8 +249,8 @@ TEST_CASE("SpoolWriter max_ready_bytes, when_full = block") {
   // Room for two 11-byte partitions.
   auto w = fwdsink::SpoolWriter::Open(dir, CappedOptions(c, 22, WhenFull::kBlock, events));
   REQUIRE(w.ok());
-  REQUIRE(w->Append(kRow).ok());  // sealed #1 (max_bytes reached)
-  REQUIRE(w->Append(kRow).ok());  // sealed #2
+  REQUIRE(w->Append(kRow).ok());         // sealed #1 (max_bytes reached)
+  REQUIRE(w->Append(kRow).ok());         // sealed #2
   CHECK(w->counters().full_waits == 0);  // twin: under the cap, no wait
   CHECK(c.sleeps.empty());
   REQUIRE(fwdsink::MeasureSpool(dir)->ready_partitions == 2);
@@ -340,10 +339,10 @@ TEST_CASE("MeasureSpool: backlog and dead letters; last_error round trip") {
   CHECK(fwdsink::ReadLastError(dir)->has_value() == false);
   CHECK(fwdsink::IsRecordedError(fwdsink::events::kForwardAuthFailed));
   CHECK_FALSE(fwdsink::IsRecordedError(fwdsink::events::kForwardBackpressure));
-  REQUIRE(fwdsink::WriteLastError(dir,
-                                  {.name = fwdsink::events::kForwardAuthFailed, .status = 401,
-                                   .reason = "bad_token"},
-                                  std::chrono::system_clock::time_point(1'800'000'000s))
+  REQUIRE(fwdsink::WriteLastError(
+              dir,
+              {.name = fwdsink::events::kForwardAuthFailed, .status = 401, .reason = "bad_token"},
+              std::chrono::system_clock::time_point(1'800'000'000s))
               .ok());
   auto last = fwdsink::ReadLastError(dir);
   REQUIRE(last.ok());

@@ -420,8 +420,11 @@ int RunForward(const ForwardConfig& config) {
   }
   std::unique_ptr<fwdsink::Driver> driver = std::move(created).value();
   health.Attach(driver.get());
-  const MetricsSources ops{.driver = driver.get(), .latency = latency.get(), .health = &health,
-                           .spool = config.driver.spool_dir, .url = config.driver.forward.url,
+  const MetricsSources ops{.driver = driver.get(),
+                           .latency = latency.get(),
+                           .health = &health,
+                           .spool = config.driver.spool_dir,
+                           .url = config.driver.forward.url,
                            .dead_caps = config.driver.dead_caps};
   std::unique_ptr<MetricsServer> metrics;
   if (config.metrics_listen) {

@@ -2,9 +2,9 @@
 
 #include <unistd.h>
 
+#include <httplib.h>
 #include <charconv>
 #include <chrono>
-#include <httplib.h>
 
 #include "fwdsink/prometheus.h"
 
@@ -158,8 +158,8 @@ void RecordLastError(const std::filesystem::path& spool, const fwdsink::Event& e
   (void)fwdsink::WriteLastError(spool, e, std::chrono::system_clock::now());
 }
 
-std::unique_ptr<MetricsServer> MetricsServer::Start(std::string_view listen,
-                                                    MetricsSources sources, std::string& error) {
+std::unique_ptr<MetricsServer> MetricsServer::Start(std::string_view listen, MetricsSources sources,
+                                                    std::string& error) {
   const auto where = ParseListen(listen);
   if (!where) {
     error = "'" + std::string(listen) + "' is not HOST:PORT";

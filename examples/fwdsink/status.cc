@@ -134,7 +134,9 @@ std::string JsonText(const Snapshot& s, SysTime now) {
       .Add("bytes", s.usage.ready_bytes)
       .Add("oldest_age_s", s.usage.oldest_ready ? AgeSeconds(*s.usage.oldest_ready, now) : 0);
   fwdsink::JsonObject dead_obj;
-  dead_obj.Add("total", s.dead_total).Add("bytes", s.usage.dead_bytes).Add("by_reason", dead)
+  dead_obj.Add("total", s.dead_total)
+      .Add("bytes", s.usage.dead_bytes)
+      .Add("by_reason", dead)
       .Add("unreadable", s.dead_unreadable);
   fwdsink::JsonObject out;
   out.Add("spool", s.spool.string());
@@ -189,7 +191,8 @@ void PrintScreen(const Snapshot& s, SysTime now) {
   if (s.lock_pid) {
     std::printf("  (lock: pid %ld, %s)", *s.lock_pid, s.lock_pid_alive ? "running" : "gone");
   }
-  std::printf("\nbacklog: %llu partitions, %s", static_cast<unsigned long long>(s.usage.ready_partitions),
+  std::printf("\nbacklog: %llu partitions, %s",
+              static_cast<unsigned long long>(s.usage.ready_partitions),
               HumanBytes(s.usage.ready_bytes).c_str());
   if (s.usage.oldest_ready) {
     std::printf(", oldest %llds", static_cast<long long>(AgeSeconds(*s.usage.oldest_ready, now)));
@@ -198,13 +201,15 @@ void PrintScreen(const Snapshot& s, SysTime now) {
   PrintPartitions(s);
   std::printf("dead letters: %llu (%s)\n", static_cast<unsigned long long>(s.dead_total),
               HumanBytes(s.usage.dead_bytes).c_str());
-  if (!s.dead.empty()) std::printf("  %-24s %6s %-8s %8s %10s\n", "REASON", "STATUS", "KIND", "COUNT", "ROWS");
+  if (!s.dead.empty())
+    std::printf("  %-24s %6s %-8s %8s %10s\n", "REASON", "STATUS", "KIND", "COUNT", "ROWS");
   for (const auto& [key, g] : s.dead) {
     std::printf("  %-24s %6d %-8s %8llu %10llu\n", std::get<0>(key).c_str(), std::get<1>(key),
                 std::get<2>(key).c_str(), static_cast<unsigned long long>(g.count),
                 static_cast<unsigned long long>(g.rows));
   }
-  for (const std::string& bad : s.dead_unreadable) std::printf("  unreadable record: %s\n", bad.c_str());
+  for (const std::string& bad : s.dead_unreadable)
+    std::printf("  unreadable record: %s\n", bad.c_str());
   std::printf("last error: %s\n", s.last_error ? s.last_error->c_str() : "none recorded");
 }
 
@@ -225,8 +230,8 @@ Parsed<StatusConfig> ParseStatus(const std::vector<std::string>& args) {
     } else if (a == "--spool") {
       return {std::nullopt, {"--spool", "needs a value"}};
     } else {
-      return {std::nullopt, {a, a.starts_with("-") ? "unknown option (see --help)"
-                                                    : "unexpected argument"}};
+      return {std::nullopt,
+              {a, a.starts_with("-") ? "unknown option (see --help)" : "unexpected argument"}};
     }
   }
   if (c.help) return {c, {}};

@@ -487,8 +487,8 @@ void Driver::Impl::PurgeDeadOverCaps() {
   for (const PurgedDeadLetter& p : *purged) {
     counters.dead_purged.fetch_add(1, std::memory_order_relaxed);
     counters.dead_purged_bytes.fetch_add(p.bytes, std::memory_order_relaxed);
-    const auto age = std::chrono::duration_cast<std::chrono::seconds>(deps.time->SystemNow() -
-                                                                      p.entry.dead_at);
+    const auto age =
+        std::chrono::duration_cast<std::chrono::seconds>(deps.time->SystemNow() - p.entry.dead_at);
     Emit({.name = events::kDriverDeadPurged,
           .partition = p.entry.partition,
           .reason = std::string(p.cap),

@@ -719,9 +719,8 @@ class ForwardSink::Call {
     NoteAcked(c);
     Add(counters_.chunks_acked);
     counters_.last_ack_time_ms.store(
-        static_cast<std::uint64_t>(std::chrono::duration_cast<milliseconds>(
-                                       time_.SystemNow().time_since_epoch())
-                                       .count()),
+        static_cast<std::uint64_t>(
+            std::chrono::duration_cast<milliseconds>(time_.SystemNow().time_since_epoch()).count()),
         std::memory_order_relaxed);
     Add(counters_.rows_acked, c.rows);
     Add(counters_.bytes_acked, c.body.size());

@@ -76,7 +76,8 @@ std::string FormatMetricValue(double value) {
 
 std::string EndpointLabel(std::string_view url) {
   const auto scheme_end = url.find("://");
-  if (scheme_end == std::string_view::npos) return std::string(url.substr(0, url.find_first_of("?#")));
+  if (scheme_end == std::string_view::npos)
+    return std::string(url.substr(0, url.find_first_of("?#")));
   const std::string_view scheme = url.substr(0, scheme_end + 3);
   std::string_view rest = url.substr(scheme_end + 3);
   rest = rest.substr(0, rest.find_first_of("?#"));

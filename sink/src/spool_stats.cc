@@ -24,8 +24,8 @@ Status MeasureReady(const fs::path& ready, SpoolUsage& u) {
   std::error_code ec;
   fs::directory_iterator it(ready, ec);
   if (ec == std::errc::no_such_file_or_directory) {
-    return Status(StatusCode::kNotFound, "no spool at " + ready.parent_path().string() +
-                                             " (no ready/ folder)");
+    return Status(StatusCode::kNotFound,
+                  "no spool at " + ready.parent_path().string() + " (no ready/ folder)");
   }
   if (ec) return spool_io::IoError("cannot list", ready, ec);
   for (const fs::directory_iterator end; it != end; it.increment(ec)) {

@@ -51,8 +51,9 @@ Result<SpoolWriter> SpoolWriter::Open(fs::path spool_dir, SpoolWriterOptions opt
   if (!options.wall_now) {
     return Status(StatusCode::kInvalidArgument, "SpoolWriterOptions.wall_now is empty");
   }
-  if (options.max_ready_bytes && (*options.max_ready_bytes == 0 || !options.sleep ||
-                                  options.full_poll <= std::chrono::steady_clock::duration::zero())) {
+  if (options.max_ready_bytes &&
+      (*options.max_ready_bytes == 0 || !options.sleep ||
+       options.full_poll <= std::chrono::steady_clock::duration::zero())) {
     return Status(StatusCode::kInvalidArgument,
                   "SpoolWriterOptions.max_ready_bytes needs a cap > 0, a sleep function and a "
                   "positive full_poll");
@@ -195,7 +196,7 @@ void SpoolWriter::Emit(Event e) const {
 Status SpoolWriter::MakeRoom(std::uint64_t bytes) {
   if (!options_.max_ready_bytes) return {};
   return options_.when_full == SpoolWriterOptions::WhenFull::kBlock ? WaitForRoom(bytes)
-                                                                     : DropOldest(bytes);
+                                                                    : DropOldest(bytes);
 }
 
 Status SpoolWriter::WaitForRoom(std::uint64_t bytes) {
@@ -211,13 +212,17 @@ Status SpoolWriter::WaitForRoom(std::uint64_t bytes) {
     if (!waiting) {
       waiting = true;
       counters_.full_waits += 1;
-      Emit({.name = events::kWriterFull, .partition = open_->name, .reason = "full",
+      Emit({.name = events::kWriterFull,
+            .partition = open_->name,
+            .reason = "full",
             .message = "ready/ holds " + std::to_string(ready) + " bytes; max_ready_bytes is " +
                        std::to_string(cap) + ": waiting for the forwarder"});
     }
     if (waited >= options_.block_timeout) {
       counters_.full_timeouts += 1;
-      Emit({.name = events::kWriterFull, .partition = open_->name, .reason = "timeout",
+      Emit({.name = events::kWriterFull,
+            .partition = open_->name,
+            .reason = "timeout",
             .wait = waited_ms,
             .message = "ready/ still full after " + std::to_string(waited_ms.count()) + " ms"});
       return Status(StatusCode::kBusy, "ready/ is full (" + std::to_string(ready) +
@@ -245,7 +250,9 @@ Status SpoolWriter::DropOldest(std::uint64_t bytes) {
     if (st.ok()) {
       counters_.dropped_partitions += 1;
       counters_.dropped_bytes += p.size;
-      Emit({.name = events::kWriterDropOldest, .partition = p.name, .reason = "max_ready_bytes",
+      Emit({.name = events::kWriterDropOldest,
+            .partition = p.name,
+            .reason = "max_ready_bytes",
             .end = p.size,
             .message = "deleted the oldest ready partition (" + std::to_string(p.size) +
                        " bytes) to stay within max_ready_bytes " + std::to_string(cap)});

@@ -91,9 +91,9 @@ struct DeadCaps {
 
 // One dead letter deleted by a cap.
 struct PurgedDeadLetter {
-  DeadEntry entry;           // as its record said (the files are gone)
-  std::uint64_t bytes = 0;   // rows file + record, as on disk
-  std::string_view cap;      // "max_dead_age" or "max_dead_bytes"
+  DeadEntry entry;          // as its record said (the files are gone)
+  std::uint64_t bytes = 0;  // rows file + record, as on disk
+  std::string_view cap;     // "max_dead_age" or "max_dead_bytes"
 };
 
 class Spool;

@@ -12,7 +12,8 @@
 namespace fwdsink {
 
 // The Content-Type of the text format.
-inline constexpr std::string_view kPrometheusContentType = "text/plain; version=0.0.4; charset=utf-8";
+inline constexpr std::string_view kPrometheusContentType =
+    "text/plain; version=0.0.4; charset=utf-8";
 
 struct MetricLabel {
   std::string name;   // [a-zA-Z_][a-zA-Z0-9_]*, ours (never from outside)

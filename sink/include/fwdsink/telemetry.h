@@ -248,35 +248,35 @@ class JsonObject {
   COUNTER(pacer_wait_ms, "Milliseconds of pacer waits taken (sum).")                         \
   GAUGE(pacing_bytes_per_s, "Pacing rate in wire bytes/s now (0: no byte limit).")           \
   GAUGE(pacing_requests_per_s, "Pacing rate in requests/s now, rounded up (0: no limit).")   \
-  GAUGE(pacing_source, "Where the pacing rate comes from: 0 none, 1 learned, 2 advertised.")     \
+  GAUGE(pacing_source, "Where the pacing rate comes from: 0 none, 1 learned, 2 advertised.") \
   GAUGE(last_ack_time_ms, "Wall-clock time of the last acknowledged chunk, ms since the epoch.")
 
 // The driver's counters (Driver::counters()).
-#define FWDSINK_DRIVER_COUNTERS(COUNTER, GAUGE)                                              \
-  COUNTER(ticks, "Ticks started (passes over the ready partitions).")                        \
-  COUNTER(partitions_delivered, "Partitions delivered and removed from ready/.")             \
-  COUNTER(respools, "Partitions left in ready/ for a later tick.")                           \
-  COUNTER(poisoned_chunks, "Poisoned chunks moved to dead letters.")                         \
-  COUNTER(horizon_give_ups,                                                                  \
-          "Partitions failing past the horizon, moved to dead letters whole (alert on it).") \
-  COUNTER(torn_partitions, "Torn or unreadable partition tails moved to dead letters.")      \
-  COUNTER(cursor_corrupt, "Cursor records found torn or invalid (resumed from offset 0).")   \
-  COUNTER(spool_errors, "Spool operations that failed (list, cursor, dead letter).")         \
-  COUNTER(permanent_errors, "Passes where every request failed the same permanent way.")     \
-  COUNTER(cursor_save_failures, "Ticks stopped because a cursor could not be saved.")        \
-  COUNTER(auth_failures, "Ticks stopped by an auth or TLS failure (never dead-lettered).")   \
-  COUNTER(quarantined, "ready/ entries moved to quarantine/ (links, FIFOs, bad names).")     \
-  COUNTER(spool_repairs, "Spool folders recreated after they vanished.")                     \
-  COUNTER(handover_changed, "Delivered partitions changed after hand-over (kept).")          \
+#define FWDSINK_DRIVER_COUNTERS(COUNTER, GAUGE)                                                  \
+  COUNTER(ticks, "Ticks started (passes over the ready partitions).")                            \
+  COUNTER(partitions_delivered, "Partitions delivered and removed from ready/.")                 \
+  COUNTER(respools, "Partitions left in ready/ for a later tick.")                               \
+  COUNTER(poisoned_chunks, "Poisoned chunks moved to dead letters.")                             \
+  COUNTER(horizon_give_ups,                                                                      \
+          "Partitions failing past the horizon, moved to dead letters whole (alert on it).")     \
+  COUNTER(torn_partitions, "Torn or unreadable partition tails moved to dead letters.")          \
+  COUNTER(cursor_corrupt, "Cursor records found torn or invalid (resumed from offset 0).")       \
+  COUNTER(spool_errors, "Spool operations that failed (list, cursor, dead letter).")             \
+  COUNTER(permanent_errors, "Passes where every request failed the same permanent way.")         \
+  COUNTER(cursor_save_failures, "Ticks stopped because a cursor could not be saved.")            \
+  COUNTER(auth_failures, "Ticks stopped by an auth or TLS failure (never dead-lettered).")       \
+  COUNTER(quarantined, "ready/ entries moved to quarantine/ (links, FIFOs, bad names).")         \
+  COUNTER(spool_repairs, "Spool folders recreated after they vanished.")                         \
+  COUNTER(handover_changed, "Delivered partitions changed after hand-over (kept).")              \
   GAUGE(overload_level, "Current overload level: 0 = none, higher pauses longer between ticks.") \
-  COUNTER(dead_purged, "Dead letters deleted by the --max-dead-bytes/--max-dead-age caps.")    \
+  COUNTER(dead_purged, "Dead letters deleted by the --max-dead-bytes/--max-dead-age caps.")      \
   COUNTER(dead_purged_bytes, "Bytes of dead letters deleted by the caps.")
 
 // The producer's counters (SpoolWriter::counters()). @ref LLP 0025#caps
-#define FWDSINK_WRITER_COUNTERS(COUNTER, GAUGE)                                             \
-  COUNTER(partitions_sealed, "Partitions sealed into ready/.")                              \
-  COUNTER(full_waits, "Seals that waited for ready/ to fall below max_ready_bytes.")        \
-  COUNTER(full_timeouts, "Seals refused after waiting block_timeout for room in ready/.")   \
+#define FWDSINK_WRITER_COUNTERS(COUNTER, GAUGE)                                               \
+  COUNTER(partitions_sealed, "Partitions sealed into ready/.")                                \
+  COUNTER(full_waits, "Seals that waited for ready/ to fall below max_ready_bytes.")          \
+  COUNTER(full_timeouts, "Seals refused after waiting block_timeout for room in ready/.")     \
   COUNTER(dropped_partitions, "Oldest ready/ partitions deleted to make room (drop_oldest).") \
   COUNTER(dropped_bytes, "Bytes of the partitions deleted to make room (drop_oldest).")
 
