@@ -124,15 +124,16 @@ TEST_CASE("sink counters: one list feeds the struct, the snapshot, the JSON and 
     names.emplace_back(f.name);
     unique.emplace(f.name);
     sum += f.value;
-    // The pacing rate and its source are the sink's only gauges.
-    CHECK(f.kind == (std::string_view(f.name).starts_with("pacing_") ? CounterKind::kGauge
-                                                                     : CounterKind::kCounter));
+    // The pacing rate, its source and the last ack's time are the sink's only gauges.
+    const bool gauge =
+        std::string_view(f.name).starts_with("pacing_") || f.name == "last_ack_time_ms";
+    CHECK(f.kind == (gauge ? CounterKind::kGauge : CounterKind::kCounter));
     CHECK_FALSE(f.help.empty());
   });
-  CHECK(names.size() == 30);
+  CHECK(names.size() == 31);
   CHECK(unique.size() == names.size());
   CHECK(names.front() == "chunks_sent");
-  CHECK(names.back() == "pacing_source");
+  CHECK(names.back() == "last_ack_time_ms");
   CHECK(sum == 3 + 77 + 9);
 
   // The JSON has exactly the visitor's names, in the same order, with the values.
@@ -155,7 +156,7 @@ TEST_CASE("driver counters: overload_level is the one gauge") {
                         "ticks", "partitions_delivered", "respools", "poisoned_chunks",
                         "horizon_give_ups", "torn_partitions", "cursor_corrupt", "spool_errors",
                         "permanent_errors", "cursor_save_failures", "auth_failures", "quarantined",
-                        "spool_repairs", "handover_changed"});
+                        "spool_repairs", "handover_changed", "dead_purged", "dead_purged_bytes"});
   CHECK(fwdsink::to_string(CounterKind::kGauge) == "gauge");
   CHECK(fwdsink::to_string(CounterKind::kCounter) == "counter");
   CHECK(
@@ -163,5 +164,5 @@ TEST_CASE("driver counters: overload_level is the one gauge") {
       R"({"ticks":4,"partitions_delivered":0,"respools":0,"poisoned_chunks":0,)"
       R"("horizon_give_ups":0,"torn_partitions":0,"cursor_corrupt":0,"spool_errors":0,)"
       R"("permanent_errors":0,"cursor_save_failures":0,"auth_failures":0,"quarantined":0,"spool_repairs":0,)"
-      R"("handover_changed":0,"overload_level":2})");
+      R"("handover_changed":0,"overload_level":2,"dead_purged":0,"dead_purged_bytes":0})");
 }

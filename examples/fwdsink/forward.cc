@@ -438,14 +438,14 @@ int RunForward(const ForwardConfig& config) {
     }
   }
 
-  out.Json(fwdsink::JsonObject()
-               .Add("event", fwdsink::events::kDaemonStart)
-               .Add("pid", ::getpid())
-               .Add("mode", config.once ? "once" : "run")
-               .Add("spool", config.driver.spool_dir.string())
-               .Add("url", fwdsink::RedactUrl(config.driver.forward.url))
-               .Add("metrics", metrics ? metrics->address() : std::string()),
-           false);
+  fwdsink::JsonObject start;
+  start.Add("event", fwdsink::events::kDaemonStart)
+      .Add("pid", ::getpid())
+      .Add("mode", config.once ? "once" : "run")
+      .Add("spool", config.driver.spool_dir.string())
+      .Add("url", fwdsink::RedactUrl(config.driver.forward.url));
+  if (metrics) start.Add("metrics", metrics->address());  // @ref LLP 0025#metrics
+  out.Json(start, false);
 
   Reporter reporter(*driver, out, ops, config.stats_interval);
   // @ref LLP 0025#systemd: READY=1 once the spool is open and locked.

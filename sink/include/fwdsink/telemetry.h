@@ -111,11 +111,14 @@ inline constexpr std::string_view kDriverSpoolRepaired = "driver.spool_repaired"
 // not removed. Fields: partition, reason ("grew" | "changed"), begin (what was sent),
 // end (its size now), message.
 inline constexpr std::string_view kDriverHandoverChanged = "driver.handover_changed";
-// The daemon started. Fields: pid, mode ("once" | "run"), spool, url.
+// The daemon started. Fields: pid, mode ("once" | "run"), spool, url, metrics (the
+// --metrics-listen address as bound, when set).
 inline constexpr std::string_view kDaemonStart = "daemon.start";
 // Periodic counters and progress from the daemon. Fields: label, partitions_left,
 // rows_per_s, bytes_per_s, counters (the sink's, FWDSINK_SINK_COUNTERS), driver (the
-// driver's, FWDSINK_DRIVER_COUNTERS).
+// driver's, FWDSINK_DRIVER_COUNTERS), spool (ready_partitions, ready_bytes,
+// oldest_ready_age_s, dead_letters, dead_bytes, max_dead_bytes, max_dead_age_s: the
+// spool against its caps, @ref LLP 0025#caps).
 inline constexpr std::string_view kDaemonStats = "daemon.stats";
 // The daemon is exiting. Fields: those of daemon.stats (rates 0), exit_code, why
 // ("once" | "signal"), signal (the signal number, when one stopped it).
@@ -269,8 +272,8 @@ class JsonObject {
   COUNTER(spool_repairs, "Spool folders recreated after they vanished.")                         \
   COUNTER(handover_changed, "Delivered partitions changed after hand-over (kept).")              \
   GAUGE(overload_level, "Current overload level: 0 = none, higher pauses longer between ticks.") \
-  COUNTER(dead_purged, "Dead letters deleted by the --max-dead-bytes/--max-dead-age caps.")      \
-  COUNTER(dead_purged_bytes, "Bytes of dead letters deleted by the caps.")
+  COUNTER(dead_purged, "Dead letters deleted by the dead-letter caps, oldest first.")            \
+  COUNTER(dead_purged_bytes, "Bytes of the dead letters deleted by the caps.")
 
 // The producer's counters (SpoolWriter::counters()). @ref LLP 0025#caps
 #define FWDSINK_WRITER_COUNTERS(COUNTER, GAUGE)                                               \
