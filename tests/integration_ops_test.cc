@@ -457,3 +457,34 @@ TEST_CASE("fwdsink forward --max-dead-age purges old dead letters, with an event
     CHECK(fwdsink::MeasureSpool(spool)->dead_letters == 2);
   }
 }
+
+TEST_CASE("the ops flags: bad values exit 64 naming the flag; a taken port too") {
+  const fs::path dir = CentralProcess::ScratchDir("integration_ops_flags");
+  const std::string spool = (dir / "spool").string();
+  auto run = [&](std::vector<std::string> extra, std::string* err) {
+    std::vector<std::string> args = {"forward", "--once", "--spool",
+                                     spool,     "--url",  "http://127.0.0.1:9/ingest"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    DaemonProcess d(dir, "flags", args);
+    const auto code = d.Wait(kWait);
+    *err = d.err();
+    return code.value_or(-1);
+  };
+  std::string err;
+  CHECK(run({"--metrics-listen", "nowhere"}, &err) == 64);
+  CHECK(err.find("fwdsink: --metrics-listen: 'nowhere' is not HOST:PORT") != std::string::npos);
+  CHECK(run({"--metrics-listen", "127.0.0.1:70000"}, &err) == 64);
+  CHECK(run({"--max-dead-bytes", "0"}, &err) == 64);
+  CHECK(err.find("--max-dead-bytes") != std::string::npos);
+  CHECK(run({"--max-dead-age", "soon"}, &err) == 64);
+  CHECK(err.find("--max-dead-age") != std::string::npos);
+  // A port already taken: the daemon refuses to start rather than run unobserved.
+  httplib::Server taken;
+  const int port = taken.bind_to_any_port("127.0.0.1");
+  REQUIRE(port > 0);
+  CHECK(run({"--metrics-listen", "127.0.0.1:" + std::to_string(port)}, &err) == 64);
+  CHECK(err.find("--metrics-listen: cannot listen on") != std::string::npos);
+  // Twin: good values start and finish a pass.
+  CHECK(run({"--metrics-listen", "127.0.0.1:0", "--max-dead-bytes", "1g", "--max-dead-age", "168h"},
+            &err) == 0);
+}

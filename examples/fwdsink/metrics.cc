@@ -1,9 +1,9 @@
 #include "metrics.h"
 
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <httplib.h>
-#include <charconv>
 #include <chrono>
 
 #include "fwdsink/prometheus.h"
@@ -69,26 +69,6 @@ void SpoolGauges(PrometheusText& page, const MetricsSources& s) {
 }
 
 }  // namespace
-
-std::optional<std::pair<std::string, int>> ParseListen(std::string_view text) {
-  const auto colon = text.rfind(':');
-  if (colon == std::string_view::npos) return std::nullopt;
-  std::string_view host = text.substr(0, colon);
-  const std::string_view port_text = text.substr(colon + 1);
-  int port = -1;
-  const auto [end, ec] =
-      std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
-  if (port_text.empty() || ec != std::errc{} || end != port_text.data() + port_text.size() ||
-      port < 0 || port > 65535) {
-    return std::nullopt;
-  }
-  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
-    host = host.substr(1, host.size() - 2);
-  } else if (host.find(':') != std::string_view::npos) {
-    return std::nullopt;  // a bare IPv6 address needs brackets
-  }
-  return std::pair<std::string, int>(host.empty() ? "0.0.0.0" : std::string(host), port);
-}
 
 void Health::OnEvent(const fwdsink::Event& e) {
   if (!IsBlockingError(e.name)) return;
@@ -182,6 +162,13 @@ std::unique_ptr<MetricsServer> MetricsServer::Start(std::string_view listen, Met
     res.set_content(r.ready ? std::string("ready\n") : "not ready: " + r.reason + "\n",
                     "text/plain");
   });
+  // SO_REUSEADDR only: cpp-httplib's default adds SO_REUSEPORT, with which a second
+  // daemon would share a taken port silently and answer half the scrapes.
+  // @ref LLP 0025#metrics
+  srv.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   int port = where->second;
   if (port == 0) {
     port = srv.bind_to_any_port(where->first);
@@ -194,6 +181,12 @@ std::unique_ptr<MetricsServer> MetricsServer::Start(std::string_view listen, Met
   }
   m->address_ = where->first + ":" + std::to_string(port);
   m->thread_ = std::thread([&srv] { srv.listen_after_bind(); });
+  // cpp-httplib 0.11's stop() does nothing before the loop has started (it has no
+  // wait_until_ready): wait for it, so a Stop() right after Start() cannot hang.
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (!srv.is_running() && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
   return m;
 }
 

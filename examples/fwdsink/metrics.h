@@ -17,16 +17,13 @@
 #include "fwdsink/histogram.h"
 #include "fwdsink/spool_stats.h"
 #include "fwdsink/telemetry.h"
+#include "listen.h"
 
 namespace httplib {
 class Server;
 }
 
 namespace fwdsink_cli {
-
-// Parses --metrics-listen: "HOST:PORT", "[V6]:PORT" or ":PORT" (all interfaces); port
-// 0 picks a free one. Returns nullopt for anything else.
-[[nodiscard]] std::optional<std::pair<std::string, int>> ParseListen(std::string_view text);
 
 // Whether the daemon can do its job, for /readyz.
 struct Readiness {

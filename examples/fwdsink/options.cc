@@ -9,7 +9,7 @@
 
 #include "fwdsink/codec.h"
 #include "fwdsink/status.h"
-#include "metrics.h"
+#include "listen.h"
 
 namespace fwdsink_cli {
 namespace {
