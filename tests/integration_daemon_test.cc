@@ -143,7 +143,7 @@ TEST_CASE("the daemon's JSON log: one writer, counters from their one list") {
     CHECK(exit["event"] == "daemon.exit");
     CHECK(Keys(exit) == std::vector<std::string>{"ts", "level", "event", "label", "partitions_left",
                                                  "rows_per_s", "bytes_per_s", "counters", "driver",
-                                                 "exit_code", "why"});
+                                                 "spool", "exit_code", "why"});
     CHECK(Keys(exit["counters"]) == CounterNames<fwdsink::CountersSnapshot>());
     CHECK(Keys(exit["driver"]) == CounterNames<fwdsink::DriverCountersSnapshot>());
     CHECK(exit["driver"]["partitions_delivered"] == 1);

@@ -124,16 +124,17 @@ TEST_CASE("sink counters: one list feeds the struct, the snapshot, the JSON and 
     names.emplace_back(f.name);
     unique.emplace(f.name);
     sum += f.value;
-    // The pacing rate and its source, and the endpoint in use, are the sink's only gauges.
-    const bool gauge =
-        std::string_view(f.name).starts_with("pacing_") || f.name == "endpoint_in_use";
+    // The pacing rate and its source, the endpoint in use and the last ack's time are
+    // the sink's only gauges.
+    const bool gauge = std::string_view(f.name).starts_with("pacing_") ||
+                       f.name == "endpoint_in_use" || f.name == "last_ack_time_ms";
     CHECK(f.kind == (gauge ? CounterKind::kGauge : CounterKind::kCounter));
     CHECK_FALSE(f.help.empty());
   });
-  CHECK(names.size() == 35);
+  CHECK(names.size() == 36);
   CHECK(unique.size() == names.size());
   CHECK(names.front() == "chunks_sent");
-  CHECK(names.back() == "endpoint_in_use");
+  CHECK(names.back() == "last_ack_time_ms");
   CHECK(sum == 3 + 77 + 9);
 
   // The JSON has exactly the visitor's names, in the same order, with the values.
@@ -157,7 +158,7 @@ TEST_CASE("driver counters: overload_level, concurrency_limit and senders_busy a
                         "horizon_give_ups", "torn_partitions", "cursor_corrupt", "spool_errors",
                         "permanent_errors", "cursor_save_failures", "auth_failures", "quarantined",
                         "spool_repairs", "handover_changed", "concurrency_increases",
-                        "concurrency_decreases"});
+                        "concurrency_decreases", "dead_purged", "dead_purged_bytes"});
   CHECK(fwdsink::to_string(CounterKind::kGauge) == "gauge");
   CHECK(fwdsink::to_string(CounterKind::kCounter) == "counter");
   CHECK(
@@ -166,5 +167,6 @@ TEST_CASE("driver counters: overload_level, concurrency_limit and senders_busy a
       R"("horizon_give_ups":0,"torn_partitions":0,"cursor_corrupt":0,"spool_errors":0,)"
       R"("permanent_errors":0,"cursor_save_failures":0,"auth_failures":0,"quarantined":0,"spool_repairs":0,)"
       R"("handover_changed":0,"overload_level":2,"concurrency_limit":0,"senders_busy":0,)"
-      R"("concurrency_increases":0,"concurrency_decreases":0})");
+      R"("concurrency_increases":0,"concurrency_decreases":0,"dead_purged":0,)"
+      R"("dead_purged_bytes":0})");
 }

@@ -3,7 +3,9 @@
 #pragma once
 
 #include <cstdint>
+#include <filesystem>
 #include <string>
+#include <vector>
 
 #include "options.h"
 
@@ -19,6 +21,16 @@ namespace fwdsink_cli {
 
 // `fwdsink generate`.
 [[nodiscard]] int RunGenerate(const GenerateConfig& config);
+
+// `fwdsink status` (status.cc): a read-only look at a spool. @ref LLP 0025#status
+struct StatusConfig {
+  std::filesystem::path spool;
+  bool json = false;
+  bool help = false;
+};
+[[nodiscard]] Parsed<StatusConfig> ParseStatus(const std::vector<std::string>& args);
+[[nodiscard]] std::string StatusUsage();
+[[nodiscard]] int RunStatus(const StatusConfig& config);
 
 // Returns one telemetry row (no newline) for row number `seq` of a generator seeded
 // with `seed`. Deterministic: the same (seed, seq) gives the same row everywhere.

@@ -36,6 +36,8 @@
 #include "fwdsink/telemetry.h"
 #include "fwdsink/time_format.h"
 #include "fwdsink/transport.h"
+#include "metrics.h"
+#include "notify.h"
 #include "request_options.h"
 
 namespace fwdsink_cli {
@@ -195,7 +197,7 @@ std::uint64_t CountReady(const std::filesystem::path& spool) {
 // The daemon.stats / daemon.exit object: both counter sets come from their one list
 // in fwdsink/telemetry.h. Rates are whole numbers (rounded as printf's %.0f did).
 fwdsink::JsonObject StatsJson(std::string_view event, const fwdsink::Driver& d, std::uint64_t left,
-                              double rows_per_s, double bytes_per_s) {
+                              double rows_per_s, double bytes_per_s, const MetricsSources& ops) {
   fwdsink::JsonObject s;
   s.Add("event", event)
       .Add("label", d.sink().options().label)
@@ -203,7 +205,8 @@ fwdsink::JsonObject StatsJson(std::string_view event, const fwdsink::Driver& d, 
       .Add("rows_per_s", static_cast<std::int64_t>(std::nearbyint(rows_per_s)))
       .Add("bytes_per_s", static_cast<std::int64_t>(std::nearbyint(bytes_per_s)))
       .Add("counters", fwdsink::ToJsonObject(d.sink_counters()))
-      .Add("driver", fwdsink::ToJsonObject(fwdsink::Snapshot(d.counters())));
+      .Add("driver", fwdsink::ToJsonObject(fwdsink::Snapshot(d.counters())))
+      .Add("spool", SpoolJson(ops.spool, ops.dead_caps));  // @ref LLP 0025#caps
   // With fallbacks, the endpoint in use and each endpoint's state and counters (a
   // single URL is in daemon.start already). @ref LLP 0019
   const fwdsink::Endpoints& eps = d.sink().endpoints();
@@ -302,9 +305,9 @@ std::string ProgressLine(const fwdsink::Driver& d, std::uint64_t left, double ro
 // Draws the progress line (~2/s) or writes the stats line, until Stop().
 class Reporter {
  public:
-  Reporter(const fwdsink::Driver& driver, Output& out, std::filesystem::path spool,
+  Reporter(const fwdsink::Driver& driver, Output& out, const MetricsSources& ops,
            milliseconds stats_interval)
-      : driver_(driver), out_(out), spool_(std::move(spool)), stats_interval_(stats_interval) {
+      : driver_(driver), out_(out), spool_(ops.spool), ops_(ops), stats_interval_(stats_interval) {
     thread_ = std::thread([this] { Loop(); });
   }
   ~Reporter() { Stop(); }
@@ -344,12 +347,12 @@ class Reporter {
         out_.Progress(std::move(line));
         // The --log-file still gets its periodic stats line.
         if (now - last_stats >= stats_interval_) {
-          out_.Json(StatsJson(fwdsink::events::kDaemonStats, driver_, left, rps, bps),
+          out_.Json(StatsJson(fwdsink::events::kDaemonStats, driver_, left, rps, bps, ops_),
                     fwdsink::EventLevel(fwdsink::events::kDaemonStats), false);
           last_stats = now;
         }
       } else {
-        out_.Json(StatsJson(fwdsink::events::kDaemonStats, driver_, left, rps, bps),
+        out_.Json(StatsJson(fwdsink::events::kDaemonStats, driver_, left, rps, bps, ops_),
                   fwdsink::EventLevel(fwdsink::events::kDaemonStats), true);
       }
       last = now;
@@ -361,6 +364,7 @@ class Reporter {
   const fwdsink::Driver& driver_;
   Output& out_;
   const std::filesystem::path spool_;
+  const MetricsSources& ops_;
   const milliseconds stats_interval_;
   std::mutex mu_;
   std::condition_variable cv_;
@@ -465,7 +469,15 @@ int RunForward(const ForwardConfig& config) {
                            : ProxyFromEnvironment(options.forward.url, ProcessEnvironment());
 
   fwdsink::ForwardDeps deps;
-  deps.on_event = [&out](const fwdsink::Event& e) { out.Event(e); };
+  // @ref LLP 0025#metrics: the latency histogram, readiness, the last error recorded.
+  auto latency = std::make_shared<fwdsink::LatencyHistogram>();
+  Health health(config.driver.spool_dir);
+  deps.latency = latency;
+  deps.on_event = [&out, &health, &config](const fwdsink::Event& e) {
+    out.Event(e);
+    health.OnEvent(e);
+    RecordLastError(config.driver.spool_dir, e);
+  };
   auto credentials = std::make_shared<fwdsink::CredentialsBox>();
   deps.credentials = credentials;
   if (config.token_file) {
@@ -490,17 +502,45 @@ int RunForward(const ForwardConfig& config) {
     return error.field() == "spool_dir" ? kExitIoErr : kExitUsage;
   }
   std::unique_ptr<fwdsink::Driver> driver = std::move(created).value();
+  health.Attach(driver.get());
+  const MetricsSources ops{.driver = driver.get(),
+                           .latency = latency.get(),
+                           .health = &health,
+                           .spool = config.driver.spool_dir,
+                           .url = config.driver.forward.url,
+                           .dead_caps = config.driver.dead_caps};
+  std::unique_ptr<MetricsServer> metrics;
+  if (config.daemon.metrics_listen) {
+    std::string error;
+    metrics = MetricsServer::Start(*config.daemon.metrics_listen, ops, error);
+    if (!metrics) {
+      std::cerr << UsageError{"--metrics-listen", error}.Text() << "\n";
+      driver.reset();
+      if (log_file) std::fclose(log_file);
+      return kExitUsage;
+    }
+  }
 
-  out.Json(fwdsink::JsonObject()
-               .Add("event", fwdsink::events::kDaemonStart)
-               .Add("pid", ::getpid())
-               .Add("mode", config.daemon.once ? "once" : "run")
-               .Add("spool", config.driver.spool_dir.string())
-               .Add("url", fwdsink::RedactUrl(config.driver.forward.url))
-               .Append(FallbacksJson(config.driver.forward)),
-           fwdsink::EventLevel(fwdsink::events::kDaemonStart), false);
+  fwdsink::JsonObject start;
+  start.Add("event", fwdsink::events::kDaemonStart)
+      .Add("pid", ::getpid())
+      .Add("mode", config.daemon.once ? "once" : "run")
+      .Add("spool", config.driver.spool_dir.string())
+      .Add("url", fwdsink::RedactUrl(config.driver.forward.url))
+      .Append(FallbacksJson(config.driver.forward));
+  if (metrics) start.Add("metrics", metrics->address());  // @ref LLP 0025#metrics
+  out.Json(start, fwdsink::EventLevel(fwdsink::events::kDaemonStart), false);
 
-  Reporter reporter(*driver, out, config.driver.spool_dir, config.daemon.stats_interval);
+  Reporter reporter(*driver, out, ops, config.daemon.stats_interval);
+  // @ref LLP 0025#systemd: READY=1 once the spool is open and locked.
+  ServiceNotifier notifier;
+  LoopWatch watch(StallLimit(config.driver));
+  const auto status_line = [&driver, &config] {
+    return ProgressLine(*driver, CountReady(config.driver.spool_dir), 0, 0);
+  };
+  notifier.Ready(status_line());
+  notifier.Start([&] { return watch.Healthy(SampleLoop(*driver), Clock::now()); }, status_line,
+                 config.daemon.stats_interval);
   std::atomic<bool> finished{false};
   std::atomic<int> stop_signal{0};
   std::thread signals([&] {
@@ -534,14 +574,16 @@ int RunForward(const ForwardConfig& config) {
     why = "signal";
   }
 
+  notifier.Stopping();
   finished.store(true);
   pthread_kill(signals.native_handle(), kWakeSignal);
   signals.join();
   reporter.Stop();
+  if (metrics) metrics->Stop();
   out.EndProgress();
 
-  fwdsink::JsonObject exit_line =
-      StatsJson(fwdsink::events::kDaemonExit, *driver, CountReady(config.driver.spool_dir), 0, 0);
+  fwdsink::JsonObject exit_line = StatsJson(fwdsink::events::kDaemonExit, *driver,
+                                            CountReady(config.driver.spool_dir), 0, 0, ops);
   exit_line.Add("exit_code", code).Add("why", why);
   if (const int sig = stop_signal.load()) exit_line.Add("signal", sig);
   out.Json(exit_line, fwdsink::EventLevel(fwdsink::events::kDaemonExit), true);

@@ -60,6 +60,7 @@ int main(int argc, char** argv) {
   }
   if (command == "dead") return Dispatch(ParseDead(rest), DeadUsage(), RunDead);
   if (command == "generate") return Dispatch(ParseGenerate(rest), GenerateUsage(), RunGenerate);
-  std::cerr << "fwdsink: unknown command '" << command << "' (forward, dead, generate)\n";
+  if (command == "status") return Dispatch(ParseStatus(rest), StatusUsage(), RunStatus);
+  std::cerr << "fwdsink: unknown command '" << command << "' (forward, dead, generate, status)\n";
   return kExitUsage;
 }

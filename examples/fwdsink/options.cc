@@ -397,6 +397,7 @@ commands:
   forward    forward the spool until SIGINT/SIGTERM (or one pass with --once)
   dead       list, requeue or purge dead letters (poisoned rows, given-up partitions)
   generate   write realistic telemetry rows into a spool (for demos and tests)
+  status     show a spool's backlog, cursors, dead letters and last error (read-only)
 
 Run `fwdsink <command> --help` for a command's options; `fwdsink --version` prints the
 versions of fwdsink and of the libraries it runs with (OpenSSL, zstd, cpp-httplib).

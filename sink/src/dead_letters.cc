@@ -460,4 +460,55 @@ Result<std::size_t> Spool::Purge(const DeadFilter& filter,
   return purged;
 }
 
+namespace {
+
+// The bytes a dead letter holds on disk: its rows file and its record.
+std::uint64_t DeadBytes(const DeadEntry& e) {
+  std::uint64_t total = 0;
+  for (const fs::path& p : {e.rows_path, e.record_path}) {
+    std::error_code ec;
+    const auto size = fs::file_size(p, ec);
+    if (!ec) total += size;
+  }
+  return total;
+}
+
+}  // namespace
+
+// Oldest first, age before bytes: an old letter goes for its age whatever the total,
+// and the bytes cap then takes the oldest of what is left. @ref LLP 0025#caps
+Result<std::vector<PurgedDeadLetter>> EnforceDeadCaps(Spool& spool, const DeadCaps& caps,
+                                                      std::chrono::system_clock::time_point now) {
+  std::vector<PurgedDeadLetter> purged;
+  if (!caps.any()) return purged;
+  DeadFilter all;
+  all.limit = 0;
+  Result<DeadList> list = spool.ListDead(all, now);
+  if (!list) return list.status();
+  std::vector<std::uint64_t> sizes;
+  std::uint64_t total = 0;
+  for (const DeadEntry& e : list.value().entries) {
+    sizes.push_back(DeadBytes(e));
+    total += sizes.back();
+  }
+  const auto& entries = list.value().entries;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const DeadEntry& e = entries[i];
+    std::string_view cap;
+    if (caps.max_age && e.dead_at <= now - *caps.max_age) {
+      cap = "max_dead_age";
+    } else if (caps.max_bytes && total > *caps.max_bytes) {
+      cap = "max_dead_bytes";
+    } else {
+      break;  // the rest are younger and the total fits
+    }
+    if (Status st = spool.Purge(e.name); !st.ok() && st.code() != StatusCode::kNotFound) {
+      return st;
+    }
+    total -= sizes[i];
+    purged.push_back({.entry = e, .bytes = sizes[i], .cap = cap});
+  }
+  return purged;
+}
+
 }  // namespace fwdsink

@@ -65,6 +65,9 @@ Status Validate(const DriverOptions& o) {
       return Status::Config("tick_pauses[" + std::to_string(i) + "]", "must be positive");
     }
   }
+  if (o.dead_caps.max_age && *o.dead_caps.max_age <= std::chrono::milliseconds::zero()) {
+    return Status::Config("dead_caps.max_age", "must be positive");
+  }
   return OkStatus();
 }
 
@@ -129,6 +132,8 @@ struct Driver::Impl {
   void QuarantineRefused(const std::vector<RefusedEntry>& refused, TickReport& report);
   bool HandOverChanged(const ReadyPartition& p, const ForwardResult& r, TickReport& report);
   void KeepPoisonCursor(const ReadyPartition& p, const ForwardResult& r, TickReport& report);
+  // Enforces options.dead_caps. @ref LLP 0025#caps
+  void PurgeDeadOverCaps();
 
   SpoolLock lock;  // first: held for the driver's whole life
   const DriverOptions options;
@@ -272,6 +277,7 @@ TickReport Driver::Impl::Tick() {
   TickReport report;
   counters.ticks.fetch_add(1, std::memory_order_relaxed);
   RepairFolders(report);
+  PurgeDeadOverCaps();
   auto scan = spool.ScanReady();
   if (!scan) {
     SpoolError({}, "list_ready", scan.status().message(), &report);
@@ -550,6 +556,26 @@ void Driver::Impl::KeepPoisonCursor(const ReadyPartition& p, const ForwardResult
   if (r.resume_offset == 0) return;
   if (Status s = spool.SaveCursor(p.name, r.resume_offset); !s.ok()) {
     SpoolError(p.name, "cursor_save", s.message(), &report);
+  }
+}
+
+void Driver::Impl::PurgeDeadOverCaps() {
+  if (!options.dead_caps.any()) return;
+  auto purged = EnforceDeadCaps(spool, options.dead_caps, deps.time->SystemNow());
+  if (!purged) return SpoolError({}, "dead_purge", purged.status().message(), nullptr);
+  for (const PurgedDeadLetter& p : *purged) {
+    counters.dead_purged.fetch_add(1, std::memory_order_relaxed);
+    counters.dead_purged_bytes.fetch_add(p.bytes, std::memory_order_relaxed);
+    const auto age =
+        std::chrono::duration_cast<std::chrono::seconds>(deps.time->SystemNow() - p.entry.dead_at);
+    Emit({.name = events::kDriverDeadPurged,
+          .partition = p.entry.partition,
+          .reason = std::string(p.cap),
+          .begin = p.entry.begin,
+          .end = p.entry.end,
+          .message = "deleted dead letter " + p.entry.name + " (" + std::to_string(p.bytes) +
+                     " bytes, dead " + std::to_string(age.count()) + " s ago) under " +
+                     std::string(p.cap)});
   }
 }
 

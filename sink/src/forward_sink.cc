@@ -569,7 +569,9 @@ class ForwardSink::Call {
     // The request may take what is left of the inline budget, no more. @ref LLP 0023#deadlines
     const auto left =
         options_.backpressure.inline_budget - Since(sending.first, time_.MonotonicNow());
+    const MonotonicTime posted = time_.MonotonicNow();
     last_ = Link().transport->Post(headers, wire, sending.query, PostLimits{.time_left = left});
+    if (sink_.deps.latency) sink_.deps.latency->Observe(time_.MonotonicNow() - posted);
     Attempt a{.error = last_.error,
               .error_message = last_.message,
               .status = last_.response.status,
@@ -884,6 +886,10 @@ class ForwardSink::Call {
   bool Acked(const Chunk& c, bool duplicate) {
     NoteAcked(c);
     Add(counters_.chunks_acked);
+    counters_.last_ack_time_ms.store(
+        static_cast<std::uint64_t>(
+            std::chrono::duration_cast<milliseconds>(time_.SystemNow().time_since_epoch()).count()),
+        std::memory_order_relaxed);
     Add(counters_.rows_acked, c.rows);
     Add(counters_.bytes_acked, c.body.size());
     Add(Entry().counters.chunks_acked);

@@ -361,6 +361,28 @@ const Row kRows[] = {
    }},
   {{"stats_interval", "S", "period of the JSON stats line", false, false, true, false, "10"},
    [](std::string_view v, SinkSettings& s) { return PositiveDuration(v, s.daemon.stats_interval); }},
+  // @ref LLP 0025#metrics, LLP 0025#caps
+  {{"metrics_listen", "A:P", "serve /metrics (Prometheus), /healthz and /readyz on A:P (off)",
+    false, false, true},
+   [](std::string_view v, SinkSettings& s) {
+     if (!ParseListenAddress(v)) return Bad(Quoted(v) + " is not HOST:PORT (e.g. 127.0.0.1:9464)");
+     s.daemon.metrics_listen = std::string(v);
+     return OkStatus();
+   }},
+  {{"max_dead_bytes", "N", "delete the oldest dead letters while dead/ holds more"},
+   [](std::string_view v, SinkSettings& s) {
+     std::uint64_t n = 0;
+     if (Status e = PositiveSize(v, n); !e.ok()) return e;
+     s.driver.dead_caps.max_bytes = n;
+     return OkStatus();
+   }},
+  {{"max_dead_age", "S", "delete dead letters dead longer than S (e.g. 168h)"},
+   [](std::string_view v, SinkSettings& s) {
+     std::chrono::milliseconds d{0};
+     if (Status e = PositiveDuration(v, d); !e.ok()) return e;
+     s.driver.dead_caps.max_age = d;
+     return OkStatus();
+   }},
 };
 // clang-format on
 
@@ -384,6 +406,8 @@ constexpr std::pair<std::string_view, std::string_view> kFieldKeys[] = {
     {"forward.failover.failures_to_leave", "failover_failures"},
     {"concurrency.max", "max_concurrency"},
     {"concurrency", "concurrency"},
+    {"dead_caps.max_age", "max_dead_age"},
+    {"dead_caps.max_bytes", "max_dead_bytes"},
     {"forward.idempotency_header", "key_header"},
     {"forward.zstd_level", "zstd_level"},
     {"forward.chunker", "chunk_bytes"},
@@ -497,6 +521,13 @@ LogLevel EventLevel(std::string_view event) {
       {ev::kDaemonExit, LogLevel::kInfo},
       {ev::kDaemonReload, LogLevel::kInfo},
       {ev::kDaemonReloadFailed, LogLevel::kError},
+      {ev::kForwardFailover, LogLevel::kWarn},
+      {ev::kForwardFailback, LogLevel::kInfo},
+      {ev::kForwardProbeFailed, LogLevel::kWarn},
+      {ev::kDriverConcurrency, LogLevel::kInfo},
+      {ev::kDriverDeadPurged, LogLevel::kWarn},
+      {ev::kWriterDropOldest, LogLevel::kWarn},
+      {ev::kWriterFull, LogLevel::kWarn},
   };
   for (const auto& [name, level] : kLevels) {
     if (name == event) return level;
@@ -719,6 +750,27 @@ std::optional<milliseconds> ParseDuration(std::string_view text) {
     return std::nullopt;
   }
   return milliseconds{static_cast<std::int64_t>(ms)};
+}
+
+// @ref LLP 0025#metrics
+std::optional<std::pair<std::string, int>> ParseListenAddress(std::string_view text) {
+  const auto colon = text.rfind(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  std::string_view host = text.substr(0, colon);
+  const std::string_view port_text = text.substr(colon + 1);
+  int port = -1;
+  const auto [end, ec] =
+      std::from_chars(port_text.data(), port_text.data() + port_text.size(), port);
+  if (port_text.empty() || ec != std::errc{} || end != port_text.data() + port_text.size() ||
+      port < 0 || port > 65535) {
+    return std::nullopt;
+  }
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']') {
+    host = host.substr(1, host.size() - 2);
+  } else if (host.find(':') != std::string_view::npos) {
+    return std::nullopt;  // a bare IPv6 address needs brackets
+  }
+  return std::pair<std::string, int>(host.empty() ? "0.0.0.0" : std::string(host), port);
 }
 
 std::optional<std::uint64_t> ParseSize(std::string_view text) {

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 
@@ -50,6 +51,13 @@ Result<SpoolWriter> SpoolWriter::Open(fs::path spool_dir, SpoolWriterOptions opt
   if (!options.wall_now) {
     return Status(StatusCode::kInvalidArgument, "SpoolWriterOptions.wall_now is empty");
   }
+  if (options.max_ready_bytes &&
+      (*options.max_ready_bytes == 0 || !options.sleep ||
+       options.full_poll <= std::chrono::steady_clock::duration::zero())) {
+    return Status(StatusCode::kInvalidArgument,
+                  "SpoolWriterOptions.max_ready_bytes needs a cap > 0, a sleep function and a "
+                  "positive full_poll");
+  }
   // Spool::Open creates the folders with error messages that name them.
   Result<Spool> spool = Spool::Open(spool_dir);
   if (!spool) return spool.status();
@@ -67,6 +75,7 @@ SpoolWriter& SpoolWriter::operator=(SpoolWriter&& other) noexcept {
     dir_ = std::move(other.dir_);
     options_ = std::move(other.options_);
     sealed_ = std::move(other.sealed_);
+    counters_ = other.counters_;
     open_ = std::move(other.open_);
   }
   return *this;
@@ -115,6 +124,7 @@ Status SpoolWriter::Poll() {
 
 Result<std::optional<std::string>> SpoolWriter::Seal() {
   if (!open_) return std::optional<std::string>();
+  if (Status st = MakeRoom(open_->bytes); !st.ok()) return st;
   if (Status st = Flush(); !st.ok()) return st;
   // fsync, then rename into ready/, then fsync both folders: the forwarder only ever
   // sees complete partitions. @ref LLP 0020#atomic-writes
@@ -128,6 +138,7 @@ Result<std::optional<std::string>> SpoolWriter::Seal() {
   std::string name = std::move(open_->name);
   open_.reset();
   sealed_.push_back(name);
+  counters_.partitions_sealed += 1;
   return std::optional<std::string>(std::move(name));
 }
 
@@ -154,6 +165,100 @@ Status SpoolWriter::Flush() {
     open_.reset();
   }
   return st;
+}
+
+namespace {
+
+// The sealed partitions waiting in ready/, oldest first, and their bytes.
+Result<std::vector<ReadyPartition>> ListReadyOf(const fs::path& dir, std::uint64_t& total) {
+  Result<Spool> spool = Spool::Open(dir);
+  if (!spool) return spool.status();
+  Result<std::vector<ReadyPartition>> ready = spool->ListReady();
+  total = 0;
+  if (ready) {
+    for (const ReadyPartition& p : *ready) total += p.size;
+  }
+  return ready;
+}
+
+bool Fits(std::uint64_t ready, std::uint64_t bytes, std::uint64_t cap) {
+  // A partition bigger than the cap alone still goes through an empty ready/.
+  return ready == 0 || ready + bytes <= cap;
+}
+
+}  // namespace
+
+void SpoolWriter::Emit(Event e) const {
+  if (options_.on_event) options_.on_event(e);
+}
+
+// @ref LLP 0025#caps
+Status SpoolWriter::MakeRoom(std::uint64_t bytes) {
+  if (!options_.max_ready_bytes) return {};
+  return options_.when_full == SpoolWriterOptions::WhenFull::kBlock ? WaitForRoom(bytes)
+                                                                    : DropOldest(bytes);
+}
+
+Status SpoolWriter::WaitForRoom(std::uint64_t bytes) {
+  const std::uint64_t cap = *options_.max_ready_bytes;
+  const auto start = options_.now();
+  bool waiting = false;
+  for (;;) {
+    std::uint64_t ready = 0;
+    if (auto listed = ListReadyOf(dir_, ready); !listed) return listed.status();
+    if (Fits(ready, bytes, cap)) return {};
+    const auto waited = options_.now() - start;
+    const auto waited_ms = std::chrono::duration_cast<std::chrono::milliseconds>(waited);
+    if (!waiting) {
+      waiting = true;
+      counters_.full_waits += 1;
+      Emit({.name = events::kWriterFull,
+            .partition = open_->name,
+            .reason = "full",
+            .message = "ready/ holds " + std::to_string(ready) + " bytes; max_ready_bytes is " +
+                       std::to_string(cap) + ": waiting for the forwarder"});
+    }
+    if (waited >= options_.block_timeout) {
+      counters_.full_timeouts += 1;
+      Emit({.name = events::kWriterFull,
+            .partition = open_->name,
+            .reason = "timeout",
+            .wait = waited_ms,
+            .message = "ready/ still full after " + std::to_string(waited_ms.count()) + " ms"});
+      return Status(StatusCode::kBusy, "ready/ is full (" + std::to_string(ready) +
+                                           " bytes, max_ready_bytes " + std::to_string(cap) +
+                                           "): partition " + open_->name + " kept open");
+    }
+    options_.sleep(std::min(options_.full_poll, options_.block_timeout - waited));
+  }
+}
+
+Status SpoolWriter::DropOldest(std::uint64_t bytes) {
+  const std::uint64_t cap = *options_.max_ready_bytes;
+  std::uint64_t ready = 0;
+  auto listed = ListReadyOf(dir_, ready);
+  if (!listed) return listed.status();
+  Result<Spool> spool = Spool::Open(dir_);
+  if (!spool) return spool.status();
+  for (const ReadyPartition& p : *listed) {
+    if (Fits(ready, bytes, cap)) break;
+    // The partition and its cursor go together, as after a delivery. kNotFound: the
+    // forwarder delivered it meanwhile.
+    const Status st = spool->MarkDelivered(p.name);
+    if (!st.ok() && st.code() != StatusCode::kNotFound) return st;
+    ready -= p.size;
+    if (st.ok()) {
+      counters_.dropped_partitions += 1;
+      counters_.dropped_bytes += p.size;
+      Emit({.name = events::kWriterDropOldest,
+            .partition = p.name,
+            .reason = "max_ready_bytes",
+            .end = p.size,
+            .message = "deleted the oldest ready partition (" + std::to_string(p.size) +
+                       " bytes) to stay within max_ready_bytes " + std::to_string(cap)});
+    }
+  }
+  return {};
 }
 
 }  // namespace fwdsink

@@ -20,6 +20,8 @@
 #include <string_view>
 #include <vector>
 
+#include "fwdsink/status.h"
+
 namespace fwdsink {
 
 // Stop reading a dead letter's files for a search past this many bytes each.
@@ -76,5 +78,33 @@ struct DeadList {
   // Records that could not be parsed (named, so an operator can look at them).
   std::vector<std::string> unreadable;
 };
+
+// Caps on the dead-letter area (unset: no cap). @ref LLP 0025#caps
+struct DeadCaps {
+  // Delete the oldest dead letters while the area holds more than this many bytes (the
+  // rows file and the record of each dead letter, as on disk).
+  std::optional<std::uint64_t> max_bytes{};
+  // Delete the dead letters that died at or before now - max_age.
+  std::optional<std::chrono::milliseconds> max_age{};
+  [[nodiscard]] bool any() const noexcept { return max_bytes || max_age; }
+};
+
+// One dead letter deleted by a cap.
+struct PurgedDeadLetter {
+  DeadEntry entry;          // as its record said (the files are gone)
+  std::uint64_t bytes = 0;  // rows file + record, as on disk
+  std::string_view cap;     // "max_dead_age" or "max_dead_bytes"
+};
+
+class Spool;
+
+// Deletes dead letters over `caps`, oldest first (dead_at, then name): first those
+// older than max_age, then more of the oldest until the area is within max_bytes.
+// Unreadable records are neither counted nor deleted (an operator looks at them).
+// Returns what was deleted, in order; on an I/O error, the error (what was deleted
+// before it stays deleted). Call it from the thread that owns `spool` (the driver's,
+// once per tick). `now` anchors the age cap.
+[[nodiscard]] Result<std::vector<PurgedDeadLetter>> EnforceDeadCaps(
+    Spool& spool, const DeadCaps& caps, std::chrono::system_clock::time_point now);
 
 }  // namespace fwdsink

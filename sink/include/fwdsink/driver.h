@@ -32,6 +32,9 @@ struct DriverOptions {
   // endpoint's gate and pacer): adaptive between 1 and max (the default), or fixed at
   // max. {.adaptive = false, .max = 1} is one request in flight. @ref LLP 0018
   ConcurrencyPolicy concurrency{};
+  // Caps on dead/, enforced at the start of every tick (oldest deleted first, each with
+  // a driver.dead_purged event). Default: none. @ref LLP 0025#caps
+  DeadCaps dead_caps{};
 };
 
 // Checks the options; returns OK, or a kInvalidConfig status naming the bad field

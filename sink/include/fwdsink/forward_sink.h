@@ -19,6 +19,7 @@
 #include "fwdsink/credentials.h"
 #include "fwdsink/endpoint_health.h"
 #include "fwdsink/gate.h"
+#include "fwdsink/histogram.h"
 #include "fwdsink/pacer.h"
 #include "fwdsink/status.h"
 #include "fwdsink/telemetry.h"
@@ -223,6 +224,9 @@ struct ForwardDeps {
   // Credentials published while the sink runs (the daemon's SIGHUP), shared by every
   // sender; default: none, the options' headers and basic_auth hold. @ref LLP 0024#reload
   std::shared_ptr<const CredentialsBox> credentials;
+  // Request latency (Post start to verdict input), shared like the gate; default: none
+  // (not recorded). @ref LLP 0025#metrics
+  std::shared_ptr<LatencyHistogram> latency;
 };
 
 // Streams partitions to one endpoint, or to the one in use of a primary and its

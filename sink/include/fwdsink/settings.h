@@ -95,6 +95,8 @@ struct DaemonSettings {
   std::optional<std::filesystem::path> log_file;
   LogLevel log_level = LogLevel::kInfo;
   std::chrono::milliseconds stats_interval = std::chrono::seconds{10};
+  // GET /metrics, /healthz, /readyz on this HOST:PORT (ParseListenAddress). @ref LLP 0025
+  std::optional<std::string> metrics_listen;
 };
 
 struct SinkSettings {  // what Build() yields
@@ -172,6 +174,9 @@ class Settings {
 [[nodiscard]] std::optional<std::chrono::milliseconds> ParseDuration(std::string_view text);
 // Parses a byte count: digits with an optional k|m|g suffix (powers of 1024).
 [[nodiscard]] std::optional<std::uint64_t> ParseSize(std::string_view text);
+// Parses a listen address: "HOST:PORT", "[V6]:PORT" or ":PORT" (all interfaces, as
+// "0.0.0.0"); port 0 picks a free one. Returns nullopt for anything else.
+[[nodiscard]] std::optional<std::pair<std::string, int>> ParseListenAddress(std::string_view text);
 // Splits "Name: value" (optional whitespace after the colon) and checks both parts
 // (ValidateHeaderField); the status names `source` and never quotes the value.
 [[nodiscard]] Result<std::pair<std::string, std::string>> ParseHeaderFlag(std::string_view text,

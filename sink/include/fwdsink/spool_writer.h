@@ -12,9 +12,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <thread>
 #include <vector>
 
 #include "fwdsink/spool.h"
+#include "fwdsink/telemetry.h"
 
 namespace fwdsink {
 
@@ -28,6 +30,30 @@ struct SpoolWriterOptions {
   std::function<std::chrono::steady_clock::time_point()> now = std::chrono::steady_clock::now;
   // Wall-clock time for partition names only (they sort oldest first by it).
   std::function<std::chrono::system_clock::time_point()> wall_now = std::chrono::system_clock::now;
+
+  // ---- Disk cap on ready/ (@ref LLP 0025#caps). Unset: no cap.
+  // Seal a partition only while ready/ (the sealed partitions waiting to be forwarded,
+  // by any producer) plus the partition would stay within this many bytes. A partition
+  // bigger than the cap alone is sealed when ready/ is empty.
+  std::optional<std::uint64_t> max_ready_bytes{};
+  enum class WhenFull {
+    // Seal() waits (polling every full_poll) for the forwarder to make room, up to
+    // block_timeout; then it fails with kBusy and keeps the partition open (no row is
+    // lost: Append/Seal may be called again).
+    kBlock,
+    // Seal() deletes the oldest ready partitions (and their cursors) until there is
+    // room, each with a writer.drop_oldest event: newest data wins.
+    kDropOldest,
+  };
+  WhenFull when_full = WhenFull::kBlock;
+  std::chrono::steady_clock::duration block_timeout = std::chrono::seconds(30);
+  std::chrono::steady_clock::duration full_poll = std::chrono::milliseconds(200);
+  // How the producer waits when ready/ is full (tests inject a fake that advances `now`).
+  std::function<void(std::chrono::steady_clock::duration)> sleep = [](auto d) {
+    std::this_thread::sleep_for(d);
+  };
+  // Receives writer.full and writer.drop_oldest, on the producer's thread. Default: none.
+  EventCallback on_event{};
 };
 
 // Writes rows into sealed partitions of one spool directory.
@@ -63,6 +89,9 @@ class SpoolWriter {
   // Seals the open partition now, if it holds any row. Returns the sealed name.
   [[nodiscard]] Result<std::optional<std::string>> Seal();
 
+  // Returns the writer's counters (FWDSINK_WRITER_COUNTERS). Producer thread.
+  [[nodiscard]] const WriterCounters& counters() const noexcept { return counters_; }
+
   // Returns the names sealed so far by this writer, oldest first.
   [[nodiscard]] const std::vector<std::string>& sealed() const noexcept { return sealed_; }
 
@@ -71,11 +100,17 @@ class SpoolWriter {
   SpoolWriter(std::filesystem::path spool_dir, SpoolWriterOptions options);
 
   [[nodiscard]] Status StartPartition();
+  // Waits for, or makes, room in ready/ for `bytes` more, per when_full.
+  [[nodiscard]] Status MakeRoom(std::uint64_t bytes);
+  [[nodiscard]] Status WaitForRoom(std::uint64_t bytes);
+  [[nodiscard]] Status DropOldest(std::uint64_t bytes);
+  void Emit(Event e) const;
   [[nodiscard]] Status Flush();
 
   std::filesystem::path dir_;
   SpoolWriterOptions options_;
   std::vector<std::string> sealed_;
+  WriterCounters counters_;
   // The open partition, if any.
   std::unique_ptr<Partition> open_;
 };

@@ -88,7 +88,7 @@ inline constexpr std::string_view kDriverDeadLetter = "driver.dead_letter";
 // Fields: partition, status, reason, begin (from offset), message.
 inline constexpr std::string_view kDriverHorizonGiveUp = "driver.horizon_give_up";
 // The spool refused an operation. Fields: partition (absent for list_ready), reason
-// (the operation: list_ready, cursor_unreadable, cursor_save, mark_delivered,
+// (the operation: list_ready, cursor_unreadable, cursor_save, mark_delivered, dead_purge,
 // read_poison, dead_letter), begin and end (read_poison only), message.
 inline constexpr std::string_view kDriverSpoolError = "driver.spool_error";
 // The server refuses our configuration (a ClickHouse unknown table, unknown setting,
@@ -113,11 +113,14 @@ inline constexpr std::string_view kDriverSpoolRepaired = "driver.spool_repaired"
 // not removed. Fields: partition, reason ("grew" | "changed"), begin (what was sent),
 // end (its size now), message.
 inline constexpr std::string_view kDriverHandoverChanged = "driver.handover_changed";
-// The daemon started. Fields: pid, mode ("once" | "run"), spool, url.
+// The daemon started. Fields: pid, mode ("once" | "run"), spool, url, metrics (the
+// --metrics-listen address as bound, when set).
 inline constexpr std::string_view kDaemonStart = "daemon.start";
 // Periodic counters and progress from the daemon. Fields: label, partitions_left,
 // rows_per_s, bytes_per_s, counters (the sink's, FWDSINK_SINK_COUNTERS), driver (the
-// driver's, FWDSINK_DRIVER_COUNTERS).
+// driver's, FWDSINK_DRIVER_COUNTERS), spool (ready_partitions, ready_bytes,
+// oldest_ready_age_s, dead_letters, dead_bytes, max_dead_bytes, max_dead_age_s: the
+// spool against its caps, @ref LLP 0025#caps).
 inline constexpr std::string_view kDaemonStats = "daemon.stats";
 // The daemon is exiting. Fields: those of daemon.stats (rates 0), exit_code, why
 // ("once" | "signal"), signal (the signal number, when one stopped it).
@@ -144,6 +147,19 @@ inline constexpr std::string_view kDaemonReload = "daemon.reload";
 // SIGHUP could not reload something; the old log file or credentials stay in use.
 // Fields: signal, reloaded (what did reload), message (what failed; never a secret).
 inline constexpr std::string_view kDaemonReloadFailed = "daemon.reload_failed";
+// A dead letter was deleted by a cap (--max-dead-bytes / --max-dead-age), oldest first.
+// Fields: partition (the dead letter's partition), reason ("max_dead_bytes" |
+// "max_dead_age"), begin, end (its byte range), message (the dead name, its size and
+// age). @ref LLP 0025#caps
+inline constexpr std::string_view kDriverDeadPurged = "driver.dead_purged";
+// SpoolWriter (when_full = drop_oldest) deleted the oldest ready partition to make room
+// under max_ready_bytes. Fields: partition, reason="max_ready_bytes", end (its size),
+// message. @ref LLP 0025#caps
+inline constexpr std::string_view kWriterDropOldest = "writer.drop_oldest";
+// SpoolWriter (when_full = block) waited for room under max_ready_bytes. Fields:
+// partition (the one being sealed), reason ("full" when it starts waiting, "timeout"
+// when it gives up), wait_ms (waited so far), message. @ref LLP 0025#caps
+inline constexpr std::string_view kWriterFull = "writer.full";
 }  // namespace events
 
 // One structured event. Fields that do not apply are left at their defaults (0 /
@@ -267,7 +283,8 @@ class JsonObject {
   COUNTER(failbacks, "Times a probe took the primary endpoint back.")                        \
   COUNTER(probes, "Requests that probed the primary while a fallback was in use.")           \
   COUNTER(probe_failures, "Probes of the primary that failed (the fallback stayed).")        \
-  GAUGE(endpoint_in_use, "Index of the endpoint the last request went to (0: the primary).")
+  GAUGE(endpoint_in_use, "Index of the endpoint the last request went to (0: the primary).") \
+  GAUGE(last_ack_time_ms, "Wall-clock time of the last acknowledged chunk, ms since the epoch.")
 
 // The driver's counters (Driver::counters()).
 #define FWDSINK_DRIVER_COUNTERS(COUNTER, GAUGE)                                                  \
@@ -290,7 +307,9 @@ class JsonObject {
   GAUGE(concurrency_limit, "Partitions allowed in flight now (the adaptive limit).")             \
   GAUGE(senders_busy, "Senders holding a partition now.")                                        \
   COUNTER(concurrency_increases, "Rises of the concurrency limit (latency-bound).")              \
-  COUNTER(concurrency_decreases, "Falls of the concurrency limit (refusals, errors, RTT).")
+  COUNTER(concurrency_decreases, "Falls of the concurrency limit (refusals, errors, RTT).") \
+  COUNTER(dead_purged, "Dead letters deleted by the dead-letter caps, oldest first.")            \
+  COUNTER(dead_purged_bytes, "Bytes of the dead letters deleted by the caps.")
 
 // One endpoint's counters (several --url: Endpoints::at(i).counters), shared by every
 // sender to it. @ref LLP 0019
@@ -302,6 +321,14 @@ class JsonObject {
   COUNTER(holds, "Backpressure answers (429/503 with a wait) from this endpoint.")           \
   COUNTER(left, "Times this endpoint was left for another.")                                 \
   COUNTER(probes, "Probes sent to this endpoint while a fallback was in use.")
+
+// The producer's counters (SpoolWriter::counters()). @ref LLP 0025#caps
+#define FWDSINK_WRITER_COUNTERS(COUNTER, GAUGE)                                               \
+  COUNTER(partitions_sealed, "Partitions sealed into ready/.")                                \
+  COUNTER(full_waits, "Seals that waited for ready/ to fall below max_ready_bytes.")          \
+  COUNTER(full_timeouts, "Seals refused after waiting block_timeout for room in ready/.")     \
+  COUNTER(dropped_partitions, "Oldest ready/ partitions deleted to make room (drop_oldest).") \
+  COUNTER(dropped_bytes, "Bytes of the partitions deleted to make room (drop_oldest).")
 
 enum class CounterKind { kCounter, kGauge };
 [[nodiscard]] std::string_view to_string(CounterKind kind);
@@ -346,6 +373,10 @@ struct EndpointCounters {
 struct EndpointCountersSnapshot {
   FWDSINK_ENDPOINT_COUNTERS(FWDSINK_INTERNAL_PLAIN_FIELD, FWDSINK_INTERNAL_PLAIN_FIELD)
 };
+// The producer's counters: plain, as SpoolWriter is used by one thread at a time.
+struct WriterCounters {
+  FWDSINK_WRITER_COUNTERS(FWDSINK_INTERNAL_PLAIN_FIELD, FWDSINK_INTERNAL_PLAIN_FIELD)
+};
 
 #undef FWDSINK_INTERNAL_ATOMIC_FIELD
 #undef FWDSINK_INTERNAL_PLAIN_FIELD
@@ -372,6 +403,10 @@ void ForEachCounter(const DriverCountersSnapshot& s, Visit&& visit) {
 template <class Visit>
 void ForEachCounter(const EndpointCountersSnapshot& s, Visit&& visit) {
   FWDSINK_ENDPOINT_COUNTERS(FWDSINK_INTERNAL_VISIT_COUNTER, FWDSINK_INTERNAL_VISIT_GAUGE)
+}
+template <class Visit>
+void ForEachCounter(const WriterCounters& s, Visit&& visit) {
+  FWDSINK_WRITER_COUNTERS(FWDSINK_INTERNAL_VISIT_COUNTER, FWDSINK_INTERNAL_VISIT_GAUGE)
 }
 
 #undef FWDSINK_INTERNAL_VISIT_COUNTER
