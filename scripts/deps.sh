@@ -18,6 +18,8 @@ PKGS=(
   time jq strace                       # the benchmark harness (its smoke run is in ctest)
   nginx-light                          # benchmark figure 10: a real request limiter (limit_req)
   clang libfuzzer-14-dev               # the libFuzzer targets (scripts/test.sh --fuzz)
+  abigail-tools                        # the C API's ABI check (abidw/abidiff, LABEL abi)
+  collectd-core collectd-dev           # the collectd write plugin and its test (LABEL collectd)
 )
 
 missing=()

@@ -30,6 +30,7 @@
 
 #include "commands.h"
 #include "fwdsink/driver.h"
+#include "fwdsink/exit_code.h"
 #include "fwdsink/http_header.h"
 #include "fwdsink/telemetry.h"
 #include "fwdsink/time_format.h"
@@ -328,21 +329,6 @@ class Reporter {
   std::thread thread_;
 };
 
-// --once: the exit code for one pass; dead letters win over respools.
-// @ref LLP 0022#exit-codes
-int OnceExitCode(const fwdsink::TickReport& r) {
-  if (r.poisoned_chunks > 0 || r.torn > 0 || r.horizon_dead > 0 || r.quarantined > 0) {
-    return kExitDataErr;
-  }
-  if (r.errors > 0 && r.last_error == fwdsink::Outcome::kAuthError) return kExitNoPerm;
-  // @ref LLP 0017#permanent-errors
-  if ((r.errors > 0 && r.last_error == fwdsink::Outcome::kConfigError) || r.permanent_error) {
-    return kExitConfig;
-  }
-  if (!r.all_delivered()) return kExitTempFail;
-  return kExitOk;
-}
-
 }  // namespace
 
 int RunForward(const ForwardConfig& config) {
@@ -439,7 +425,7 @@ int RunForward(const ForwardConfig& config) {
   if (config.once) {
     const fwdsink::TickReport report = driver->Tick();
     // A stop request is a clean shutdown (cursors are saved): 0, even mid-pass.
-    code = stop_signal.load() ? kExitOk : OnceExitCode(report);
+    code = stop_signal.load() ? kExitOk : fwdsink::OnceExitCode(report);
     why = stop_signal.load() ? "signal" : "once";
   } else {
     driver->Run();

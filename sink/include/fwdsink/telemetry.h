@@ -120,6 +120,10 @@ inline constexpr std::string_view kDaemonStats = "daemon.stats";
 // The daemon is exiting. Fields: those of daemon.stats (rates 0), exit_code, why
 // ("once" | "signal"), signal (the signal number, when one stopped it).
 inline constexpr std::string_view kDaemonExit = "daemon.exit";
+// The C API's periodic counters (fwdsink_conf_set_stats_cb). Fields: label,
+// partitions_left, counters (FWDSINK_SINK_COUNTERS), driver (FWDSINK_DRIVER_COUNTERS).
+// @ref LLP 0026#callbacks
+inline constexpr std::string_view kApiStats = "api.stats";
 }  // namespace events
 
 // One structured event. Fields that do not apply are left at their defaults (0 /
