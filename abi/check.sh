@@ -5,9 +5,9 @@
 # change, or bump FWDSINK_SOVERSION in CMakeLists.txt and record the new ABI with
 # abi/update.sh. A compatible change (a function added) passes with a reminder to
 # record it. Exit 77 (ctest: skipped) when abidw/abidiff are not installed.
-# Usage: check.sh LIBRARY RECORD.abi PUBLIC_HEADERS_DIR       @ref LLP 0026#abi
+# Usage: check.sh LIBRARY RECORD.abi                          @ref LLP 0026#abi
 set -euo pipefail
-lib=$1 record=$2 headers=$3
+lib=$1 record=$2
 if ! command -v abidiff >/dev/null || ! command -v abidw >/dev/null; then
   echo "abi: SKIPPED: abidiff/abidw not found (Debian package abigail-tools; scripts/deps.sh)"
   exit 77
@@ -21,7 +21,10 @@ built_soname=$(objdump -p "$lib" | awk '$1 == "SONAME" {print $2}')
 echo "abi: recorded $recorded_soname, built $built_soname"
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-abidw --headers-dir "$headers" --drop-private-types --no-corpus-path --out-file "$tmp/built.abi" "$lib"
+# The same options as abi/update.sh: the exported functions and the types reachable
+# from them (the handles are opaque), no locations or paths.
+abidw --exported-interfaces-only --no-show-locs --no-comp-dir-path --no-corpus-path \
+      --out-file "$tmp/built.abi" "$lib"
 set +e
 abidiff "$record" "$tmp/built.abi" >"$tmp/diff.txt" 2>&1
 rc=$?

@@ -8,6 +8,9 @@ cd "$(dirname "$0")/.."
 build=${1:-build}
 lib=$(readlink -f "$build/libfwdsink.so")
 soname=$(objdump -p "$lib" | awk '$1 == "SONAME" {print $2}')
-abidw --headers-dir sink/include/fwdsink --drop-private-types --no-corpus-path \
+# The exported functions and the types reachable from them (the handles are opaque),
+# without locations or paths, so the record does not depend on the checkout.
+abidw --exported-interfaces-only --no-show-locs --no-comp-dir-path --no-corpus-path \
       --out-file "abi/$soname.abi" "$lib"
+sed -i "s#path='$PWD/#path='#" "abi/$soname.abi"
 echo "recorded abi/$soname.abi"

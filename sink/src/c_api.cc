@@ -129,9 +129,10 @@ std::uint64_t CountReady(const std::filesystem::path& spool) {
   return n;
 }
 
-}  // namespace
-
-struct fwdsink_conf_s {
+// The objects behind the handles. The handles' own structs (fwdsink_conf_s, ...) are
+// never defined: the pointers are cast, so the library's debug information, and thus
+// the recorded ABI, shows opaque handles whatever these classes hold. @ref LLP 0026#abi
+struct Conf {
   fwdsink::Settings settings;
   void* opaque = nullptr;
   EventCb event_cb = nullptr;
@@ -140,7 +141,7 @@ struct fwdsink_conf_s {
 
 // The forwarder behind fwdsink_t. The callbacks and the paths are set before any
 // thread starts and never change.
-struct fwdsink_s {
+struct Forwarder {
   void* opaque = nullptr;
   EventCb event_cb = nullptr;
   StatsCb stats_cb = nullptr;
@@ -156,11 +157,13 @@ struct fwdsink_s {
   std::thread runner;       // fwdsink_start()'s; joined by fwdsink_destroy()
   std::thread stats;        // the stats callback's; joined by fwdsink_destroy()
 
+  fwdsink_t* handle() { return reinterpret_cast<fwdsink_t*>(this); }
+
   void Event(const fwdsink::Event& e) {
     fwdsink::JsonObject line;
     line.Add("ts", NowIso8601()).Append(fwdsink::ToJsonObject(e));
     const std::string json = line.Dump();
-    event_cb(this, LevelOf(e.name), json.c_str(), opaque);
+    event_cb(handle(), LevelOf(e.name), json.c_str(), opaque);
   }
 
   std::string StatsJson() const {
@@ -181,7 +184,7 @@ struct fwdsink_s {
       lock.unlock();
       try {
         const std::string json = StatsJson();
-        stats_cb(this, json.c_str(), json.size(), opaque);
+        stats_cb(handle(), json.c_str(), json.size(), opaque);
       } catch (...) {
         // Out of memory while rendering: skip this one, try again next interval.
       }
@@ -190,15 +193,19 @@ struct fwdsink_s {
   }
 };
 
-struct fwdsink_writer_s {
-  explicit fwdsink_writer_s(fwdsink::SpoolWriter w) : writer(std::move(w)) {}
+struct Writer {
+  explicit Writer(fwdsink::SpoolWriter w) : writer(std::move(w)) {}
   fwdsink::SpoolWriter writer;
 };
 
-namespace {
+Conf* In(fwdsink_conf_t* p) { return reinterpret_cast<Conf*>(p); }
+[[maybe_unused]] const Conf* In(const fwdsink_conf_t* p) { return reinterpret_cast<const Conf*>(p); }
+Forwarder* In(fwdsink_t* p) { return reinterpret_cast<Forwarder*>(p); }
+Writer* In(fwdsink_writer_t* p) { return reinterpret_cast<Writer*>(p); }
+fwdsink_conf_t* Out(Conf* p) { return reinterpret_cast<fwdsink_conf_t*>(p); }
 
 // Builds the forwarder's pieces from a configuration; the caller owns `conf`.
-fwdsink::Result<std::unique_ptr<fwdsink_s>> Create(const fwdsink_conf_s& conf) {
+fwdsink::Result<std::unique_ptr<Forwarder>> Create(const Conf& conf) {
   fwdsink::Result<fwdsink::SinkSettings> built = conf.settings.Build();
   if (!built.ok()) return built.status();
   fwdsink::SinkSettings s = std::move(built).value();
@@ -215,7 +222,7 @@ fwdsink::Result<std::unique_ptr<fwdsink_s>> Create(const fwdsink_conf_s& conf) {
       s.request.proxy ? *s.request.proxy
                       : fwdsink::ProxyFromEnvironment(s.driver.forward.url,
                                                       fwdsink::ProcessEnvironment());
-  auto fs = std::make_unique<fwdsink_s>();
+  auto fs = std::make_unique<Forwarder>();
   fs->opaque = conf.opaque;
   fs->event_cb = conf.event_cb;
   fs->stats_cb = conf.stats_cb;
@@ -224,14 +231,14 @@ fwdsink::Result<std::unique_ptr<fwdsink_s>> Create(const fwdsink_conf_s& conf) {
   fwdsink::ForwardDeps deps;
   if (s.token_file) deps.tokens = fwdsink::FileTokenProvider(*s.token_file);
   if (fs->event_cb) {
-    fwdsink_s* raw = fs.get();  // outlives the driver: it owns it
+    Forwarder* raw = fs.get();  // outlives the driver: it owns it
     deps.on_event = [raw](const fwdsink::Event& e) { raw->Event(e); };
   }
   auto driver = fwdsink::Driver::Create(std::move(s.driver), std::move(deps));
   if (!driver.ok()) return driver.status();
   fs->driver = std::move(driver).value();
   if (fs->stats_cb && fs->stats_interval.count() > 0) {
-    fwdsink_s* raw = fs.get();
+    Forwarder* raw = fs.get();
     fs->stats = StartThreadMasked([raw] { raw->StatsLoop(); });
   }
   return fs;
@@ -245,7 +252,7 @@ const char* fwdsink_version(void) { return FWDSINK_VERSION; }
 
 fwdsink_conf_t* fwdsink_conf_new(void) {
   try {
-    return new fwdsink_conf_s();
+    return Out(new Conf());
   } catch (...) {
     return nullptr;
   }
@@ -254,13 +261,13 @@ fwdsink_conf_t* fwdsink_conf_new(void) {
 fwdsink_conf_t* fwdsink_conf_dup(const fwdsink_conf_t* conf) {
   if (conf == nullptr) return nullptr;
   try {
-    return new fwdsink_conf_s(*conf);
+    return Out(new Conf(*In(conf)));
   } catch (...) {
     return nullptr;
   }
 }
 
-void fwdsink_conf_destroy(fwdsink_conf_t* conf) { delete conf; }
+void fwdsink_conf_destroy(fwdsink_conf_t* conf) { delete In(conf); }
 
 fwdsink_conf_res_t fwdsink_conf_set(fwdsink_conf_t* conf, const char* key, const char* value,
                                     char* errstr, size_t errlen) {
@@ -279,7 +286,7 @@ fwdsink_conf_res_t fwdsink_conf_set(fwdsink_conf_t* conf, const char* key, const
                      ": a key of the fwdsink daemon only; the library does not use it");
       return FWDSINK_CONF_UNKNOWN;
     }
-    const fwdsink::Status s = conf->settings.Set(table_key, value, fwdsink::SettingSource::kApi, kWhere);
+    const fwdsink::Status s = In(conf)->settings.Set(table_key, value, fwdsink::SettingSource::kApi, kWhere);
     if (s.ok()) return FWDSINK_CONF_OK;
     WriteError(errstr, errlen, s.message());
     return s.code() == fwdsink::StatusCode::kNotFound ? FWDSINK_CONF_UNKNOWN
@@ -291,32 +298,32 @@ fwdsink_conf_res_t fwdsink_conf_set(fwdsink_conf_t* conf, const char* key, const
 }
 
 void fwdsink_conf_set_opaque(fwdsink_conf_t* conf, void* opaque) {
-  if (conf != nullptr) conf->opaque = opaque;
+  if (conf != nullptr) In(conf)->opaque = opaque;
 }
 
 void fwdsink_conf_set_event_cb(fwdsink_conf_t* conf,
                                void (*event_cb)(fwdsink_t*, int, const char*, void*)) {
-  if (conf != nullptr) conf->event_cb = event_cb;
+  if (conf != nullptr) In(conf)->event_cb = event_cb;
 }
 
 void fwdsink_conf_set_stats_cb(fwdsink_conf_t* conf,
                                void (*stats_cb)(fwdsink_t*, const char*, size_t, void*)) {
-  if (conf != nullptr) conf->stats_cb = stats_cb;
+  if (conf != nullptr) In(conf)->stats_cb = stats_cb;
 }
 
 fwdsink_t* fwdsink_new(fwdsink_conf_t* conf, char* errstr, size_t errlen) {
-  std::unique_ptr<fwdsink_conf_s> owned(conf);  // taken over in every case
+  std::unique_ptr<Conf> owned(In(conf));  // taken over in every case
   if (!owned) {
     WriteError(errstr, errlen, "fwdsink_new: conf must not be NULL");
     return nullptr;
   }
   try {
-    fwdsink::Result<std::unique_ptr<fwdsink_s>> created = Create(*owned);
+    fwdsink::Result<std::unique_ptr<Forwarder>> created = Create(*owned);
     if (!created.ok()) {
       WriteError(errstr, errlen, created.status().ToString());
       return nullptr;
     }
-    return std::move(created).value().release();
+    return std::move(created).value().release()->handle();
   } catch (...) {
     WriteError(errstr, errlen, Describe(std::current_exception()));
     return nullptr;
@@ -326,11 +333,11 @@ fwdsink_t* fwdsink_new(fwdsink_conf_t* conf, char* errstr, size_t errlen) {
 int fwdsink_run_once(fwdsink_t* fs) {
   if (fs == nullptr) return FWDSINK_EXIT_USAGE;
   {
-    std::lock_guard lock(fs->mu);
-    if (fs->started) return FWDSINK_EXIT_USAGE;  // the driver runs on its own thread
+    std::lock_guard lock(In(fs)->mu);
+    if (In(fs)->started) return FWDSINK_EXIT_USAGE;  // the driver runs on its own thread
   }
   try {
-    return fwdsink::OnceExitCode(fs->driver->Tick());
+    return fwdsink::OnceExitCode(In(fs)->driver->Tick());
   } catch (...) {
     // Only an allocation failure can get here; the cursors are as the pass left them.
     return FWDSINK_EXIT_TEMPFAIL;
@@ -340,10 +347,10 @@ int fwdsink_run_once(fwdsink_t* fs) {
 int fwdsink_start(fwdsink_t* fs) {
   if (fs == nullptr) return -1;
   try {
-    std::lock_guard lock(fs->mu);
-    if (fs->started || fs->closed) return -1;
-    fs->runner = StartThreadMasked([fs] { fs->driver->Run(); });
-    fs->started = true;
+    std::lock_guard lock(In(fs)->mu);
+    if (In(fs)->started || In(fs)->closed) return -1;
+    In(fs)->runner = StartThreadMasked([f = In(fs)] { f->driver->Run(); });
+    In(fs)->started = true;
     return 0;
   } catch (...) {
     return -1;  // no thread could be created
@@ -353,25 +360,25 @@ int fwdsink_start(fwdsink_t* fs) {
 void fwdsink_close(fwdsink_t* fs) {
   if (fs == nullptr) return;
   // Driver::Close() only signals and shuts sockets down: prompt, any thread.
-  fs->driver->Close();
+  In(fs)->driver->Close();
   {
-    std::lock_guard lock(fs->mu);
-    fs->closed = true;
+    std::lock_guard lock(In(fs)->mu);
+    In(fs)->closed = true;
   }
-  fs->cv.notify_all();
+  In(fs)->cv.notify_all();
 }
 
 void fwdsink_destroy(fwdsink_t* fs) {
   if (fs == nullptr) return;
   fwdsink_close(fs);
   {
-    std::lock_guard lock(fs->mu);
-    fs->stop_stats = true;
+    std::lock_guard lock(In(fs)->mu);
+    In(fs)->stop_stats = true;
   }
-  fs->cv.notify_all();
-  if (fs->runner.joinable()) fs->runner.join();
-  if (fs->stats.joinable()) fs->stats.join();
-  delete fs;  // the driver's destructor releases the spool's lock
+  In(fs)->cv.notify_all();
+  if (In(fs)->runner.joinable()) In(fs)->runner.join();
+  if (In(fs)->stats.joinable()) In(fs)->stats.join();
+  delete In(fs);  // the driver's destructor releases the spool's lock
 }
 
 fwdsink_writer_t* fwdsink_writer_open(const char* spool_dir, uint64_t max_bytes,
@@ -393,7 +400,7 @@ fwdsink_writer_t* fwdsink_writer_open(const char* spool_dir, uint64_t max_bytes,
       WriteError(errstr, errlen, w.status().ToString());
       return nullptr;
     }
-    return new fwdsink_writer_s(std::move(w).value());
+    return reinterpret_cast<fwdsink_writer_t*>(new Writer(std::move(w).value()));
   } catch (...) {
     WriteError(errstr, errlen, Describe(std::current_exception()));
     return nullptr;
@@ -407,7 +414,7 @@ int fwdsink_writer_append(fwdsink_writer_t* w, const char* row, size_t len, char
     return -1;
   }
   try {
-    const fwdsink::Status s = w->writer.Append(std::string_view(row == nullptr ? "" : row, len));
+    const fwdsink::Status s = In(w)->writer.Append(std::string_view(row == nullptr ? "" : row, len));
     if (s.ok()) return 0;
     WriteError(errstr, errlen, s.ToString());
     return -1;
@@ -423,7 +430,7 @@ int fwdsink_writer_poll(fwdsink_writer_t* w, char* errstr, size_t errlen) {
     return -1;
   }
   try {
-    const fwdsink::Status s = w->writer.Poll();
+    const fwdsink::Status s = In(w)->writer.Poll();
     if (s.ok()) return 0;
     WriteError(errstr, errlen, s.ToString());
     return -1;
@@ -439,7 +446,7 @@ int fwdsink_writer_seal(fwdsink_writer_t* w, char* errstr, size_t errlen) {
     return -1;
   }
   try {
-    fwdsink::Result<std::optional<std::string>> sealed = w->writer.Seal();
+    fwdsink::Result<std::optional<std::string>> sealed = In(w)->writer.Seal();
     if (!sealed.ok()) {
       WriteError(errstr, errlen, sealed.status().ToString());
       return -1;
@@ -453,7 +460,7 @@ int fwdsink_writer_seal(fwdsink_writer_t* w, char* errstr, size_t errlen) {
 
 int fwdsink_writer_close(fwdsink_writer_t* w, char* errstr, size_t errlen) {
   if (w == nullptr) return 0;
-  std::unique_ptr<fwdsink_writer_s> owned(w);  // freed whatever happens
+  std::unique_ptr<Writer> owned(In(w));  // freed whatever happens
   const int rc = fwdsink_writer_seal(w, errstr, errlen);
   return rc < 0 ? -1 : 0;
 }

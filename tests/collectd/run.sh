@@ -17,8 +17,8 @@ if [[ ! -f $plugin ]]; then
   exit 77
 fi
 rm -rf "$scratch" && mkdir -p "$scratch"/{plugins,out,base}
-for p in cpu memory load logfile; do ln -s "/usr/lib/collectd/$p.so" "$scratch/plugins/$p.so"; done
-ln -s "$(readlink -f "$plugin")" "$scratch/plugins/write_fwdsink.so"
+for p in cpu memory load logfile; do cp "/usr/lib/collectd/$p.so" "$scratch/plugins/"; done
+cp "$plugin" "$scratch/plugins/write_fwdsink.so"  # collectd refuses symlinks
 
 "$central" --listen 127.0.0.1:0 --out "$scratch/out" --port-file "$scratch/port" \
   >"$scratch/central.log" 2>&1 &
