@@ -156,14 +156,22 @@ struct Forwarder {
   bool stop_stats = false;  // guarded by mu
   std::thread runner;       // fwdsink_start()'s; joined by fwdsink_destroy()
   std::thread stats;        // the stats callback's; joined by fwdsink_destroy()
+  std::mutex event_mu;      // held while event_cb runs
 
   fwdsink_t* handle() { return reinterpret_cast<fwdsink_t*>(this); }
 
-  void Event(const fwdsink::Event& e) {
-    fwdsink::JsonObject line;
-    line.Add("ts", NowIso8601()).Append(fwdsink::ToJsonObject(e));
-    const std::string json = line.Dump();
-    event_cb(handle(), LevelOf(e.name), json.c_str(), opaque);
+  // Renders and hands over one event. Serialised by event_mu: the driver may emit
+  // from more than one sending thread, and the header promises one call at a time.
+  void Event(const fwdsink::Event& e) noexcept {
+    try {
+      fwdsink::JsonObject line;
+      line.Add("ts", NowIso8601()).Append(fwdsink::ToJsonObject(e));
+      const std::string json = line.Dump();
+      std::lock_guard lock(event_mu);
+      event_cb(handle(), LevelOf(e.name), json.c_str(), opaque);
+    } catch (...) {
+      // Out of memory while rendering: the event is dropped, the forwarding goes on.
+    }
   }
 
   std::string StatsJson() const {

@@ -108,7 +108,8 @@ FWDSINK_API void fwdsink_conf_set_opaque(fwdsink_conf_t *conf, void *opaque);
  * "forward.backpressure","label":...,"partition":...,...}; the names and fields are
  * the catalogue of fwdsink/telemetry.h). `json` is valid during the call only.
  * Thread: the driver's, i.e. the thread in fwdsink_run_once(), or the thread that
- * fwdsink_start() created; never two calls at once. The callback must not call
+ * fwdsink_start() created (or a sending thread of the driver's own); never two calls
+ * at once. The callback must not call
  * fwdsink_destroy(); it may call fwdsink_close(). Default: events are dropped. */
 FWDSINK_API void fwdsink_conf_set_event_cb(fwdsink_conf_t *conf,
                                            void (*event_cb)(fwdsink_t *fs, int level,
