@@ -22,6 +22,8 @@
 #include <vector>
 
 #include <httplib.h>
+#include <openssl/crypto.h>
+#include <zstd.h>
 
 #include "options.h"
 #include "receiver.h"
@@ -61,6 +63,14 @@ int main(int argc, char** argv) {
   const central::Options& options = *parsed.options;
   if (options.help) {
     std::cout << central::Usage();
+    return 0;
+  }
+  if (options.version) {
+    // The receiver does not link the fwdsink library: the same lines, from here.
+    std::cout << "fwdsink-central " FWDSINK_VERSION "\n"
+              << OpenSSL_version(OPENSSL_VERSION) << "\n"
+              << "zstd " << ZSTD_versionString() << "\n"
+              << "cpp-httplib " CPPHTTPLIB_VERSION "\n";
     return 0;
   }
 

@@ -40,6 +40,7 @@ A reference NDJSON ingest receiver. POST any path to ingest a chunk; GET /stats,
   --header-delay-every N     ... only every Nth POST
   --request-log FILE         one NDJSON line per POST with its decision
   --help                     this text
+  --version                  the versions of fwdsink-central, OpenSSL, zstd, cpp-httplib
 )";
 
 // Parses a whole non-negative decimal integer; nothing else is accepted.
@@ -138,6 +139,10 @@ ParseResult ParseOptions(const std::vector<std::string>& args) {
     const std::string& flag = args[i];
     if (flag == "--help" || flag == "-h") {
       o.help = true;
+      return {o, ""};
+    }
+    if (flag == "--version") {
+      o.version = true;
       return {o, ""};
     }
     if (flag == "--no-retry-after") {

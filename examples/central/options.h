@@ -53,6 +53,7 @@ struct Options {
   std::optional<std::filesystem::path> request_log;  // --request-log FILE
 
   bool help = false;  // --help
+  bool version = false;  // --version
 };
 
 // The outcome of parsing: options, or a message that names the offending flag.

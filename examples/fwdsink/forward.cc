@@ -18,7 +18,6 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <mutex>
 #include <optional>
@@ -49,41 +48,6 @@ constexpr milliseconds kProgressPeriod{500};
 constexpr int kWakeSignal = SIGUSR1;
 
 std::string NowIso8601() { return fwdsink::FormatRfc3339(std::chrono::system_clock::now()); }
-
-// @ref LLP 0022#token-file
-// Reads the bearer token from a file: once on first use, again when the sink asks for
-// a refresh after a 401 (an agent may have rotated it). Sending thread only.
-class FileTokens {
- public:
-  explicit FileTokens(std::filesystem::path path) : path_(std::move(path)) {}
-  std::optional<std::string> operator()(bool force_refresh) {
-    if (!cached_ || force_refresh) cached_ = Read();
-    return cached_;
-  }
-
-  // Reads the file now and checks the token as a header value (no CR, LF, NUL or other
-  // control byte: it would inject headers). A bad token is a configuration error naming
-  // --token-file; an empty or missing file is not (an agent may write it later).
-  // @ref LLP 0023#header-safety
-  fwdsink::Status Check() const {
-    const std::optional<std::string> token = Read();
-    if (!token) return fwdsink::OkStatus();
-    return fwdsink::ValidateHeaderValue("Bearer " + *token, "--token-file");
-  }
-
- private:
-  std::optional<std::string> Read() const {
-    std::ifstream in(path_, std::ios::binary);
-    if (!in) return std::nullopt;
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    const auto first = text.find_first_not_of(" \t\r\n");
-    if (first == std::string::npos) return std::nullopt;  // empty file: no token to send
-    const auto last = text.find_last_not_of(" \t\r\n");
-    return text.substr(first, last - first + 1);
-  }
-  std::filesystem::path path_;
-  std::optional<std::string> cached_;
-};
 
 // Where the daemon writes: JSON lines (stderr and/or --log-file) and the progress line.
 // Any thread; all output is serialised by mu_ so lines never interleave.
@@ -344,15 +308,15 @@ int RunForward(const ForwardConfig& config) {
   std::signal(SIGPIPE, SIG_IGN);
 
   std::FILE* log_file = nullptr;
-  if (config.log_file) {
-    log_file = std::fopen(config.log_file->c_str(), "a");
+  if (config.daemon.log_file) {
+    log_file = std::fopen(config.daemon.log_file->c_str(), "a");
     if (!log_file) {
-      std::cerr << "fwdsink: --log-file: cannot open " << config.log_file->string() << "\n";
+      std::cerr << "fwdsink: --log-file: cannot open " << config.daemon.log_file->string() << "\n";
       return kExitIoErr;
     }
   }
-  const bool progress = config.log_mode == LogMode::kProgress ||
-                        (config.log_mode == LogMode::kAuto && ::isatty(STDERR_FILENO));
+  const bool progress = config.daemon.log_mode == LogMode::kProgress ||
+                        (config.daemon.log_mode == LogMode::kAuto && ::isatty(STDERR_FILENO));
   Output out(progress, log_file);
 
   // Secrets are read here, once, and go into the options, never into a log.
@@ -370,14 +334,14 @@ int RunForward(const ForwardConfig& config) {
   fwdsink::ForwardDeps deps;
   deps.on_event = [&out](const fwdsink::Event& e) { out.Event(e); };
   if (config.token_file) {
-    FileTokens tokens(*config.token_file);
-    if (const fwdsink::Status bad = tokens.Check(); !bad.ok()) {
+    // @ref LLP 0022#token-file
+    if (const fwdsink::Status bad = fwdsink::CheckTokenFile(*config.token_file); !bad.ok()) {
       // The message names the source; the token itself is never printed.
       std::cerr << "fwdsink: " << bad.message() << "\n";
       if (log_file) std::fclose(log_file);
       return kExitUsage;
     }
-    deps.tokens = std::move(tokens);
+    deps.tokens = fwdsink::FileTokenProvider(*config.token_file);
   }
   fwdsink::Result<std::unique_ptr<fwdsink::Driver>> created =
       fwdsink::Driver::Create(std::move(options), std::move(deps));
@@ -397,12 +361,12 @@ int RunForward(const ForwardConfig& config) {
   out.Json(fwdsink::JsonObject()
                .Add("event", fwdsink::events::kDaemonStart)
                .Add("pid", ::getpid())
-               .Add("mode", config.once ? "once" : "run")
+               .Add("mode", config.daemon.once ? "once" : "run")
                .Add("spool", config.driver.spool_dir.string())
                .Add("url", fwdsink::RedactUrl(config.driver.forward.url)),
            false);
 
-  Reporter reporter(*driver, out, config.driver.spool_dir, config.stats_interval);
+  Reporter reporter(*driver, out, config.driver.spool_dir, config.daemon.stats_interval);
   std::atomic<bool> finished{false};
   std::atomic<int> stop_signal{0};
   std::thread signals([&] {
@@ -422,7 +386,7 @@ int RunForward(const ForwardConfig& config) {
 
   int code = kExitOk;
   std::string why;
-  if (config.once) {
+  if (config.daemon.once) {
     const fwdsink::TickReport report = driver->Tick();
     // A stop request is a clean shutdown (cursors are saved): 0, even mid-pass.
     code = stop_signal.load() ? kExitOk : fwdsink::OnceExitCode(report);

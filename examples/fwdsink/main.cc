@@ -5,6 +5,8 @@
 #include <vector>
 
 #include "commands.h"
+#include "fwdsink/settings.h"
+#include "fwdsink/version.h"
 #include "options.h"
 
 namespace {
@@ -34,11 +36,28 @@ int main(int argc, char** argv) {
   }
   const std::string& command = args.front();
   const std::vector<std::string> rest(args.begin() + 1, args.end());
+  if (command == "--version" || command == "version") {
+    std::cout << fwdsink::VersionInfo();
+    return kExitOk;
+  }
   if (command == "--help" || command == "-h" || command == "help") {
     std::cout << MainUsage();
     return kExitOk;
   }
-  if (command == "forward") return Dispatch(ParseForward(rest), ForwardUsage(), RunForward);
+  if (command == "forward") {
+    const auto parsed = ParseForward(rest, fwdsink::ProcessEnvironmentEntries());
+    if (parsed.config && parsed.config->print_config) {
+      std::cout << PrintConfig(*parsed.config);
+      return parsed.config->print_error.empty() ? kExitOk : kExitUsage;
+    }
+    if (parsed.config) {
+      // Not an error: the environment is shared with other programs. @ref LLP 0024#environment
+      for (const std::string& name : parsed.config->unknown_variables) {
+        std::cerr << "fwdsink: warning: " << name << " is not a setting (ignored)\n";
+      }
+    }
+    return Dispatch(parsed, ForwardUsage(), RunForward);
+  }
   if (command == "dead") return Dispatch(ParseDead(rest), DeadUsage(), RunDead);
   if (command == "generate") return Dispatch(ParseGenerate(rest), GenerateUsage(), RunGenerate);
   std::cerr << "fwdsink: unknown command '" << command << "' (forward, dead, generate)\n";

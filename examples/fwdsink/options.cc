@@ -127,100 +127,78 @@ Handler Set(bool& out) {
   };
 }
 
-fwdsink::Result<std::vector<milliseconds>> ParseLadder(const std::string& v) {
-  std::vector<milliseconds> rungs;
-  std::size_t start = 0;
-  for (;;) {
-    const auto comma = v.find(',', start);
-    const std::string item = v.substr(start, comma - start);
-    const auto d = ParseDuration(item);
-    if (!d || *d <= milliseconds::zero()) {
-      return Bad("rung " + std::to_string(rungs.size() + 1) + " ('" + item +
-                 "') is not a positive duration; expected e.g. 30,60,120,300");
-    }
-    rungs.push_back(*d);
-    if (comma == std::string::npos) break;
-    start = comma + 1;
-  }
-  return rungs;
+
+// Splits "--name=value" into the name and the inline value.
+std::pair<std::string, std::optional<std::string>> SplitFlag(const std::string& arg) {
+  const auto eq = arg.find('=');
+  if (eq == std::string::npos) return {arg, std::nullopt};
+  return {arg.substr(0, eq), arg.substr(eq + 1)};
 }
 
-// The request flags that need more than a Handler. @ref LLP 0017#request-options
-struct RequestFlagValues {
-  std::filesystem::path basic_auth_file;
-  std::string proxy;
-  bool no_key_header = false;
-  std::string profile;
-  std::string retry_status;
+// What `fwdsink forward` takes besides the settings.
+struct CommandFlags {
+  bool help = false;
+  bool print_config = false;
+  std::optional<std::string> config_file;
 };
 
-Handler AppendHeader(fwdsink::HeaderList& out) {
-  return [&out](const std::string& v) -> fwdsink::Status {
-    auto header = ParseHeaderFlag(v, "--header");
-    if (!header.ok()) return Bad(header.status().message());
-    out.push_back(std::move(*header));
-    return fwdsink::OkStatus();
-  };
-}
-
-Handler AppendHeaderFile(std::vector<std::pair<std::string, std::filesystem::path>>& out) {
-  return [&out](const std::string& v) -> fwdsink::Status {
-    const auto colon = v.find(':');
-    std::string path = colon == std::string::npos ? std::string() : v.substr(colon + 1);
-    path.erase(0, path.find_first_not_of(" \t"));
-    if (colon == std::string::npos || path.empty()) return Bad("expected 'Name: /path/to/file'");
-    const std::string name = v.substr(0, colon);
-    // The name is checked now; the value when the file is read, at start.
-    if (fwdsink::Status e = fwdsink::ValidateHeaderField(name, "", "--header-file"); !e.ok()) {
-      return Bad(e.message());
+// Walks the forward flags: --help, --print-config and --config are the command's;
+// every other flag is a settings key (--chunk-bytes -> chunk_bytes). @ref LLP 0024#table
+std::optional<UsageError> ParseForwardFlags(const std::vector<std::string>& args,
+                                            fwdsink::Settings& settings, CommandFlags& command) {
+  for (std::size_t i = 0; i < args.size(); ++i) {
+    const std::string& arg = args[i];
+    if (arg.empty() || arg[0] != '-' || arg == "-") return UsageError{arg, "unexpected argument"};
+    const auto [name, inline_value] = SplitFlag(arg);
+    const std::string key = fwdsink::KeyForFlag(name);
+    const fwdsink::SettingInfo* info = key.empty() ? nullptr : fwdsink::FindSetting(key);
+    const bool is_switch = info ? info->is_switch : name != "--config";
+    if (!info && name != "--help" && name != "-h" && name != "--print-config" &&
+        name != "--config") {
+      return UsageError{name, "unknown option (see --help)"};
     }
-    out.emplace_back(name, path);
-    return fwdsink::OkStatus();
-  };
-}
-
-// Parses "408,425,500,502,504"; "5xx" stands for every 5xx.
-std::optional<UsageError> ParseRetryStatuses(const std::string& v, fwdsink::ResponseRules& rules) {
-  rules.retry_statuses.clear();
-  rules.retry_all_5xx = false;
-  std::size_t start = 0;
-  for (;;) {
-    const auto comma = v.find(',', start);
-    const std::string item = v.substr(start, comma - start);
-    int n = 0;
-    const auto [end, ec] = std::from_chars(item.data(), item.data() + item.size(), n);
-    if (item == "5xx") {
-      rules.retry_all_5xx = true;
-    } else if (item.empty() || ec != std::errc{} || end != item.data() + item.size()) {
-      return UsageError{"--retry-status", "'" + item + "' is not a status (e.g. 408,425,5xx)"};
-    } else {
-      rules.retry_statuses.push_back(n);
+    std::string value;
+    if (is_switch && inline_value) return UsageError{name, "takes no value"};
+    if (!is_switch) {
+      if (inline_value)
+        value = *inline_value;
+      else if (i + 1 < args.size())
+        value = args[++i];
+      else
+        return UsageError{name, "needs a value"};
     }
-    if (comma == std::string::npos) return std::nullopt;
-    start = comma + 1;
-  }
-}
-
-std::optional<UsageError> ApplyRequestFlags(const RequestFlagValues& r,
-                                            const std::filesystem::path& token_file,
-                                            ForwardConfig& c) {
-  fwdsink::ForwardOptions& f = c.driver.forward;
-  if (!r.basic_auth_file.empty()) {
-    if (!token_file.empty()) {
-      return UsageError{"--basic-auth-file", "cannot be combined with --token-file"};
+    if (name == "--help" || name == "-h") {
+      command.help = true;
+    } else if (name == "--print-config") {
+      command.print_config = true;
+    } else if (name == "--config") {
+      if (value.empty()) return UsageError{name, "must name a file"};
+      command.config_file = value;
+    } else if (fwdsink::Status e = settings.Set(key, value, fwdsink::SettingSource::kFlag, name);
+               !e.ok()) {
+      return UsageError{"", e.message()};
     }
-    c.request.basic_auth_file = r.basic_auth_file;
   }
-  if (!r.proxy.empty()) c.request.proxy = r.proxy;
-  f.send_idempotency_header = !r.no_key_header;
-  if (!r.profile.empty()) {
-    const auto profile = fwdsink::ParseEngineProfile(r.profile);
-    if (!profile)
-      return UsageError{"--profile", "'" + r.profile + "' is not generic or clickhouse"};
-    f.responses.profile = *profile;
-  }
-  if (!r.retry_status.empty()) return ParseRetryStatuses(r.retry_status, f.responses);
   return std::nullopt;
+}
+
+// TOML basic string: quotes and backslashes escaped, control bytes as \uXXXX.
+std::string TomlString(std::string_view v) {
+  std::string out = "\"";
+  for (const char ch : v) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (c < 0x20 || c == 0x7f) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
 }
 
 }  // namespace
@@ -229,207 +207,70 @@ std::string UsageError::Text() const {
   return "fwdsink: " + (option.empty() ? std::string() : option + ": ") + message;
 }
 
-std::optional<milliseconds> ParseDuration(std::string_view text) {
-  std::size_t unit_at = 0;
-  while (unit_at < text.size() &&
-         ((text[unit_at] >= '0' && text[unit_at] <= '9') || text[unit_at] == '.')) {
-    ++unit_at;
-  }
-  const std::string_view number = text.substr(0, unit_at);
-  const std::string_view unit = text.substr(unit_at);
-  if (number.empty() || number.find_first_of("0123456789") == std::string_view::npos) {
-    return std::nullopt;
-  }
-  double value = 0;
-  const auto [end, ec] = std::from_chars(number.data(), number.data() + number.size(), value);
-  if (ec != std::errc{} || end != number.data() + number.size()) return std::nullopt;
-  double scale = 1000;  // seconds by default
-  if (unit == "ms")
-    scale = 1;
-  else if (unit == "m")
-    scale = 60'000;
-  else if (unit == "h")
-    scale = 3'600'000;
-  else if (!unit.empty() && unit != "s")
-    return std::nullopt;
-  const double ms = std::round(value * scale);
-  // Fail closed on NaN and on values that do not fit. @ref LLP 0022#options
-  if (!std::isfinite(ms) || ms < 0 ||
-      ms > static_cast<double>(std::numeric_limits<std::int64_t>::max() / 2)) {
-    return std::nullopt;
-  }
-  return milliseconds{static_cast<std::int64_t>(ms)};
-}
-
-std::optional<std::uint64_t> ParseSize(std::string_view text) {
-  std::uint64_t shift = 0;
-  if (!text.empty()) {
-    switch (text.back()) {
-      case 'k':
-      case 'K': shift = 10; break;
-      case 'm':
-      case 'M': shift = 20; break;
-      case 'g':
-      case 'G': shift = 30; break;
-      default: break;
-    }
-    if (shift) text.remove_suffix(1);
-  }
-  std::uint64_t n = 0;
-  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), n);
-  if (text.empty() || ec != std::errc{} || end != text.data() + text.size()) return std::nullopt;
-  if (n > (std::numeric_limits<std::uint64_t>::max() >> shift)) return std::nullopt;
-  return n << shift;
-}
-
 std::string OptionForField(std::string_view field) {
-  // Longest prefix first: "forward.backpressure.ladder[1]" must hit the ladder entry.
-  static constexpr std::pair<std::string_view, std::string_view> kMap[] = {
-      {"spool_dir", "--spool"},
-      {"horizon", "--horizon"},
-      {"tick_pauses", "--poll"},
-      {"forward.url", "--url"},
-      {"forward.idempotency_header", "--key-header"},
-      {"forward.zstd_level", "--zstd-level"},
-      {"forward.chunker", "--chunk-bytes"},
-      {"forward.backpressure.ladder", "--ladder"},
-      {"forward.backpressure.max_wait", "--max-wait"},
-      {"forward.backpressure.inline_budget", "--inline-budget"},
-      {"forward.backpressure.jitter", "--jitter"},
-      {"forward.transport.connect_timeout", "--connect-timeout"},
-      {"forward.transport.read_timeout", "--read-timeout"},
-      {"forward.transport.write_timeout", "--read-timeout"},
-      {"forward.transport.client_cert_file", "--client-cert"},
-      {"forward.transport.client_key_file", "--client-key"},
-      {"forward.transport.proxy", "--proxy"},
-      {"forward.transport.min_throughput_bytes_per_s", "--min-throughput"},
-      {"forward.transport.response_timeout", "--response-timeout"},
-      {"forward.max_split_requests", "--max-split-requests"},
-      {"forward.transport", "--ca-file"},
-      {"forward.label", "--label"},
-      {"forward.headers", "--header"},
-      {"forward.basic_auth", "--basic-auth-file"},
-      {"forward.idempotency_query_param", "--key-param"},
-      {"forward.send_idempotency_header", "--no-key-header"},
-      {"forward.responses", "--retry-status"},
-  };
-  for (const auto& [prefix, option] : kMap) {
-    if (field.starts_with(prefix)) return std::string(option);
-  }
-  return "config " + std::string(field);
+  const std::string key = fwdsink::KeyForField(field);
+  if (key.empty()) return "config " + std::string(field);
+  return fwdsink::FlagForKey(key);
 }
 
-Parsed<ForwardConfig> ParseForward(const std::vector<std::string>& args) {
+Parsed<ForwardConfig> ParseForward(const std::vector<std::string>& args,
+                                   std::span<const std::string> environment) {
   ForwardConfig c;
-  fwdsink::DriverOptions& d = c.driver;
-  fwdsink::ForwardOptions& f = d.forward;
-  std::string compression = "zstd";
-  std::string ladder;
-  std::uint64_t chunk_bytes = f.chunker.chunk_bytes;
-  std::uint64_t zstd_level = static_cast<std::uint64_t>(fwdsink::kDefaultZstdLevel);
-  milliseconds poll = d.tick_pauses.front();
-  milliseconds timeout = f.transport.read_timeout;
-  milliseconds connect_timeout = f.transport.connect_timeout;
-  std::uint64_t min_throughput = f.transport.min_throughput_bytes_per_s;
-  std::string jitter;
-  std::string pacing = "auto";
-  bool log_json = false, progress = false;
-  std::filesystem::path token_file, log_file;
-  RequestFlagValues request;
-  const Flag flags[] = {
-      {"--spool", true, Path(d.spool_dir)},
-      {"--url", true, Text(f.url)},
-      {"--once", false, Set(c.once)},
-      {"--token-file", true, Path(token_file)},
-      {"--chunk-bytes", true, PositiveSize(chunk_bytes)},
-      {"--compression", true, Text(compression)},
-      {"--zstd-level", true, Count(zstd_level, 1)},
-      {"--ladder", true, Text(ladder)},
-      {"--inline-budget", true, PositiveDuration(f.backpressure.inline_budget)},
-      {"--max-wait", true, PositiveDuration(f.backpressure.max_wait)},
-      {"--jitter", true, Text(jitter)},
-      {"--pacing", true, Text(pacing)},
-      {"--horizon", true, PositiveDuration(d.horizon)},
-      {"--poll", true, PositiveDuration(poll)},
-      {"--label", true, Text(f.label)},
-      {"--key-header", true, Text(f.idempotency_header)},
-      {"--ca-file", true, Text(f.transport.ca_file)},
-      {"--connect-timeout", true, PositiveDuration(connect_timeout)},
-      {"--read-timeout", true, PositiveDuration(timeout)},
-      // @ref LLP 0023#deadlines
-      {"--min-throughput", true, PositiveSize(min_throughput)},
-      {"--response-timeout", true, PositiveDuration(f.transport.response_timeout)},
-      {"--max-split-requests", true, Count(f.max_split_requests, 1)},
-      {"--log-json", false, Set(log_json)},
-      {"--progress", false, Set(progress)},
-      {"--log-file", true, Path(log_file)},
-      {"--stats-interval", true, PositiveDuration(c.stats_interval)},
-      {"--help", false, Set(c.help)},
-      {"-h", false, Set(c.help)},
-      // @ref LLP 0017#request-options
-      {"--header", true, AppendHeader(f.headers)},
-      {"--header-file", true, AppendHeaderFile(c.request.header_files)},
-      {"--basic-auth-file", true, Path(request.basic_auth_file)},
-      {"--client-cert", true, Text(f.transport.client_cert_file)},
-      {"--client-key", true, Text(f.transport.client_key_file)},
-      {"--proxy", true, Text(request.proxy)},
-      {"--key-param", true, Text(f.idempotency_query_param)},
-      {"--no-key-header", false, Set(request.no_key_header)},
-      {"--profile", true, Text(request.profile)},
-      {"--retry-status", true, Text(request.retry_status)},
-  };
-  if (auto e = ParseFlags(args, flags, nullptr)) return {std::nullopt, *e};
+  fwdsink::Settings settings;
+  CommandFlags command;
+  if (auto e = ParseForwardFlags(args, settings, command)) return {std::nullopt, *e};
+  c.help = command.help;
   if (c.help) return {c, {}};
-  if (auto e = ApplyRequestFlags(request, token_file, c)) return {std::nullopt, *e};
-
-  if (d.spool_dir.empty()) return {std::nullopt, {"--spool", "is required"}};
-  if (f.url.empty()) return {std::nullopt, {"--url", "is required"}};
-  if (log_json && progress) {
-    return {std::nullopt, {"--progress", "cannot be combined with --log-json"}};
-  }
-  c.log_mode = log_json ? LogMode::kJson : progress ? LogMode::kProgress : LogMode::kAuto;
-  if (!token_file.empty()) c.token_file = token_file;
-  if (!log_file.empty()) c.log_file = log_file;
-
-  const auto codec = fwdsink::ParseCompression(compression);
-  if (!codec) {
-    return {std::nullopt, {"--compression", "'" + compression + "' is not zstd, gzip or identity"}};
-  }
-  f.compression = *codec;
-  if (zstd_level > 100) return {std::nullopt, {"--zstd-level", "is out of range"}};
-  f.zstd_level = static_cast<int>(zstd_level);
-  if (!ladder.empty()) {
-    auto rungs = ParseLadder(ladder);
-    if (!rungs.ok()) return {std::nullopt, {"--ladder", rungs.status().message()}};
-    f.backpressure.ladder = std::move(*rungs);
-  }
-  if (!jitter.empty()) {
-    double j = -1;
-    const auto [end, ec] = std::from_chars(jitter.data(), jitter.data() + jitter.size(), j);
-    if (ec != std::errc{} || end != jitter.data() + jitter.size()) {
-      return {std::nullopt, {"--jitter", "'" + jitter + "' is not a number"}};
+  c.print_config = command.print_config;
+  // --config wins over FWDSINK_CONFIG (a variable naming the file, not a setting).
+  if (!command.config_file) {
+    for (const std::string& entry : environment) {
+      if (entry.starts_with("FWDSINK_CONFIG=") && entry.size() > 15) {
+        command.config_file = entry.substr(15);
+      }
     }
-    f.backpressure.jitter = j;
   }
-  // @ref LLP 0016#pacer
-  if (pacing != "auto" && pacing != "off") {
-    return {std::nullopt, {"--pacing", "'" + pacing + "' is not auto or off"}};
+  if (command.config_file) {
+    if (fwdsink::Status e = settings.LoadFile(*command.config_file); !e.ok()) {
+      return {std::nullopt, {"", e.message()}};
+    }
   }
-  f.pacing.enabled = pacing == "auto";
-  f.chunker.chunk_bytes = static_cast<std::size_t>(chunk_bytes);
-  // A single line may be as long as a chunk; keep the default line limit otherwise.
-  f.chunker.max_line_bytes = std::max(f.chunker.max_line_bytes, f.chunker.chunk_bytes);
-  f.transport.read_timeout = timeout;
-  f.transport.write_timeout = timeout;
-  f.transport.connect_timeout = connect_timeout;
-  f.transport.min_throughput_bytes_per_s = min_throughput;
-  d.tick_pauses.front() = poll;
-
-  if (const fwdsink::Status e = fwdsink::Validate(d); !e.ok()) {
-    return {std::nullopt, {OptionForField(e.field()), e.message() + " (" + e.field() + ")"}};
+  static constexpr std::string_view kNotSettings[] = {"FWDSINK_CONFIG"};
+  if (fwdsink::Status e = settings.LoadEnvironment(environment, &c.unknown_variables, kNotSettings);
+      !e.ok()) {
+    return {std::nullopt, {"", e.message()}};
   }
+  c.effective = settings.Describe();
+  fwdsink::Result<fwdsink::SinkSettings> built = settings.Build();
+  if (!built.ok()) {
+    if (!c.print_config) return {std::nullopt, {"", built.status().message()}};
+    c.print_error = built.status().message();
+    return {c, {}};
+  }
+  static_cast<fwdsink::SinkSettings&>(c) = std::move(*built);
   return {c, {}};
 }
+
+std::string PrintConfig(const ForwardConfig& config) {
+  std::string out =
+      "# fwdsink forward: effective settings (flags > environment > config file > defaults)\n";
+  for (const fwdsink::Settings::Effective& e : config.effective) {
+    const fwdsink::SettingInfo* info = fwdsink::FindSetting(e.key);
+    std::string line;
+    if (e.source == fwdsink::SettingSource::kDefault && e.value.empty()) {
+      line = "# " + e.key + " (unset)";
+    } else {
+      line = e.key + " = " + (info && info->is_switch ? e.value : TomlString(e.value));
+      line.resize(std::max<std::size_t>(line.size() + 1, 40), ' ');
+      line += "# " + std::string(fwdsink::to_string(e.source));
+      if (e.source != fwdsink::SettingSource::kDefault) line += " " + e.where;
+    }
+    out += line + "\n";
+  }
+  if (!config.print_error.empty()) out += "# error: " + config.print_error + "\n";
+  return out;
+}
+
 
 Parsed<DeadConfig> ParseDead(const std::vector<std::string>& args) {
   DeadConfig c;
@@ -556,75 +397,53 @@ commands:
   dead       list, requeue or purge dead letters (poisoned rows, given-up partitions)
   generate   write realistic telemetry rows into a spool (for demos and tests)
 
-Run `fwdsink <command> --help` for a command's options.
+Run `fwdsink <command> --help` for a command's options; `fwdsink --version` prints the
+versions of fwdsink and of the libraries it runs with (OpenSSL, zstd, cpp-httplib).
 )";
 }
 
 std::string ForwardUsage() {
-  return R"(usage: fwdsink forward --spool DIR --url URL [options]
+  std::string out = R"(usage: fwdsink forward --spool DIR --url URL [options]
 
 Forwards every sealed partition in DIR/ready to URL, chunk by chunk, retrying in place
 on 429/503, until SIGINT/SIGTERM (exit 0 with every cursor at its last acknowledged
-chunk). Durations are seconds unless suffixed: 250ms, 1.5s, 5m, 1h.
+chunk). SIGHUP reopens --log-file and re-reads the token, header and Basic-auth files.
+Durations are seconds unless suffixed: 250ms, 1.5s, 5m, 1h; sizes take k, m or g.
 
-  --spool DIR            spool directory (required)
-  --url URL              ingest endpoint, http:// or https:// (required)
-  --once                 one pass over the ready partitions, then exit:
-                           0  everything delivered
-                           65 some rows went to dead letters, or entries of ready/
-                              went to quarantine/ (wins over 75)
-                           75 something was left for a later run (respooled, errors),
-                              or another fwdsink holds the spool's lock
-                           77 the server refused the token after a refresh
-                           78 the server refuses our configuration (unknown table,
-                              setting or encoding, credentials), or every request
-                              of the pass failed the same permanent way (404...)
-  --token-file F         bearer token file, read on first use and after a 401
-  --chunk-bytes N        target chunk size before compression (default 1m)
-  --compression C        zstd (default), gzip or identity (no Content-Encoding header)
-  --zstd-level N         zstd level (default 1)
-  --ladder LIST          waits without Retry-After, e.g. 30,60,120,300 (the default)
-  --max-wait S           longest single wait, also caps Retry-After (default 300)
-  --inline-budget S      time per chunk before respooling the partition (default 300)
-  --jitter F             jitter fraction in [0,1) (default 0.5): ladder waits and the
-                         pauses between passes spread by +-F; Retry-After waits and
-                         gate holds only lengthened, by at most 10% or 1 s; 0 = off
-  --pacing auto|off      pace requests to the rate the server advertises (RateLimit,
-                         X-RateLimit) or that is learned from its refusals (default auto)
-  --horizon S            dead-letter a partition failing this long (default 24h)
-  --poll S               idle poll interval between passes (default 1)
-  --label NAME           label in events and logs (default fwdsink)
-  --key-header NAME      idempotency header (default Idempotency-Key)
-  --ca-file F            CA bundle for https (default: system store)
-  --connect-timeout S    TCP/TLS connect timeout (default 5)
-  --read-timeout S       read/write stall timeout (default 30)
-  --header 'N: V'        extra request header (repeatable; never logged)
-  --header-file 'N: F'   header whose value is the content of file F (secrets)
-  --basic-auth-file F    HTTP Basic auth from F ("user:password"); not with --token-file
-                         (credentials in the URL, http://user:pw@host/, work too)
-  --client-cert F        client certificate (PEM) for mutual TLS; needs --client-key
-  --client-key F         its private key (PEM)
-  --proxy URL            http:// proxy (https is tunnelled with CONNECT); default from
-                         https_proxy / http_proxy unless no_proxy matches the host
-  --key-param NAME       also put the chunk's key in the URL query as NAME=KEY
-                         (ClickHouse: insert_deduplication_token)
-  --no-key-header        send the key only in the query (needs --key-param)
-  --profile P            response rules: generic (default) or clickhouse (reads
-                         ClickHouse's exception codes)
-  --retry-status LIST    statuses retried in place besides 429/503
-                         (default 408,425,5xx; e.g. 408,425,500,502,504)
-  --min-throughput N     slowest transfer accepted, bytes/s (default 32k): a request
-                           of B bytes gets B/N s to go out, whatever trickles
-  --response-timeout S   response headers due this long after the upload allowance
-                           (default 30); every request deadline is also capped by
-                           what is left of the inline budget
-  --max-split-requests N requests one partition's bisection may spend (default 256)
-  --log-json             JSON log lines on stderr even on a terminal
-  --progress             progress line on stderr even when not a terminal
-  --log-file F           also append the JSON log lines to F
-  --stats-interval S     period of the JSON stats line (default 10)
-exit codes: 64 bad options (the message names the option), 74 spool unusable.
+  --config F               read settings from the TOML file F (or FWDSINK_CONFIG=F)
+  --print-config           print every setting's effective value and source, then exit
+  --help                   this text
 )";
+  // One line per key of the settings table. @ref LLP 0024#table
+  for (const fwdsink::SettingInfo& s : fwdsink::SettingTable()) {
+    std::string line = "  " + fwdsink::FlagForKey(s.key);
+    if (!s.value_name.empty()) line += " " + std::string(s.value_name);
+    line.resize(std::max<std::size_t>(line.size() + 1, 27), ' ');
+    line += s.help;
+    if (!s.default_value.empty() && !s.is_switch) {
+      line += " (default " + std::string(s.default_value) + ")";
+    }
+    out += line + "\n";
+  }
+  out += R"(
+Every option is also a key of the config file (the flag without "--", '_' for '-':
+chunk_bytes = "4m") and an environment variable (FWDSINK_CHUNK_BYTES=4m; one header per
+line in FWDSINK_HEADER). Precedence: flags, then environment, then file, then defaults.
+Switches take true/false (or 1/0) in the file and the environment.
+
+--once exit codes:
+  0  everything delivered
+  65 some rows went to dead letters, or entries of ready/ went to quarantine/ (wins
+     over 75)
+  75 something was left for a later run (respooled, errors), or another fwdsink holds
+     the spool's lock
+  77 the server refused the token after a refresh
+  78 the server refuses our configuration (unknown table, setting or encoding,
+     credentials), or every request of the pass failed the same permanent way (404...)
+exit codes: 64 bad settings (the message names the flag, variable or file:line, and the
+key), 74 spool unusable.
+)";
+  return out;
 }
 
 std::string DeadUsage() {

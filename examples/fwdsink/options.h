@@ -8,12 +8,14 @@
 #include <cstdint>
 #include <filesystem>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "fwdsink/dead_letters.h"
 #include "fwdsink/driver.h"
+#include "fwdsink/settings.h"
 #include "request_options.h"
 
 namespace fwdsink_cli {
@@ -36,21 +38,19 @@ struct UsageError {
   [[nodiscard]] std::string Text() const;
 };
 
-enum class LogMode {
-  kAuto,      // progress line if stderr is a terminal, JSON lines otherwise
-  kJson,      // --log-json
-  kProgress,  // --progress
-};
+using LogMode = fwdsink::LogMode;
 
-struct ForwardConfig {
-  fwdsink::DriverOptions driver{};
-  std::optional<std::filesystem::path> token_file;  // --token-file
-  RequestFlags request{};  // --header-file, --basic-auth-file, --proxy (read at start)
-  bool once = false;       // --once
-  LogMode log_mode = LogMode::kAuto;
-  std::optional<std::filesystem::path> log_file;  // --log-file: JSON lines, appended
-  std::chrono::milliseconds stats_interval = std::chrono::seconds{10};  // --stats-interval
+// `fwdsink forward`: the settings from flags, FWDSINK_* variables and the --config
+// file (fwdsink/settings.h), plus what only the command line asks for.
+struct ForwardConfig : fwdsink::SinkSettings {
   bool help = false;
+  bool print_config = false;  // --print-config: print `effective` and exit
+  // Every key's effective value and source, secrets redacted (for --print-config).
+  std::vector<fwdsink::Settings::Effective> effective;
+  // With --print-config only: why the settings do not build ("" when they do).
+  std::string print_error;
+  // FWDSINK_* variables that are not keys, warned about at start. @ref LLP 0024#environment
+  std::vector<std::string> unknown_variables;
 };
 
 enum class DeadAction { kList, kRequeue, kPurge };
@@ -81,9 +81,12 @@ struct Parsed {
   UsageError error{};
 };
 
-// Parses the arguments after `fwdsink forward`, then runs fwdsink::Validate on the
-// result and maps a bad field back to the option that sets it.
-[[nodiscard]] Parsed<ForwardConfig> ParseForward(const std::vector<std::string>& args);
+// Parses the arguments after `fwdsink forward`, reads the --config file (or
+// FWDSINK_CONFIG) and the FWDSINK_<KEY> entries of `environment` ("NAME=value"), and
+// builds the settings (flags > environment > file > defaults). Errors name the source
+// (flag, variable, file:line) and the key. @ref LLP 0024#precedence
+[[nodiscard]] Parsed<ForwardConfig> ParseForward(const std::vector<std::string>& args,
+                                                 std::span<const std::string> environment = {});
 // Parses the arguments after `fwdsink dead` (the first one is list|requeue|purge).
 [[nodiscard]] Parsed<DeadConfig> ParseDead(const std::vector<std::string>& args);
 // Parses the arguments after `fwdsink generate`.
@@ -93,14 +96,14 @@ struct Parsed {
 // -> "--ladder"), or the field itself prefixed with "config " if no option does.
 [[nodiscard]] std::string OptionForField(std::string_view field);
 
-// Parses a duration: a number (fractions allowed) with an optional unit ms|s|m|h;
-// seconds when there is none. Returns nullopt for garbage, negatives and overflow.
-[[nodiscard]] std::optional<std::chrono::milliseconds> ParseDuration(std::string_view text);
-// Parses a byte count: digits with an optional k|m|g suffix (powers of 1024).
-[[nodiscard]] std::optional<std::uint64_t> ParseSize(std::string_view text);
+// Durations and byte counts, parsed as the settings parse them (fwdsink/settings.h).
+using fwdsink::ParseDuration;
+using fwdsink::ParseSize;
 
 [[nodiscard]] std::string MainUsage();
 [[nodiscard]] std::string ForwardUsage();
+// Returns the --print-config text: one `key = value  # source` line per effective value.
+[[nodiscard]] std::string PrintConfig(const ForwardConfig& config);
 [[nodiscard]] std::string DeadUsage();
 [[nodiscard]] std::string GenerateUsage();
 

@@ -1,0 +1,181 @@
+// The request secrets read from files (header files, the Basic-auth file, the bearer
+// token file) and the proxy from the environment: moved from the daemon into the
+// library so that every embedder (the C API too) reads them the same way.
+// @ref LLP 0017#request-options
+#include <cctype>
+#include <cstdlib>
+#include <fstream>
+#include <iterator>
+#include <memory>
+#include <mutex>
+
+#include "fwdsink/http_header.h"
+#include "fwdsink/settings.h"
+#include "fwdsink/transport.h"
+
+extern char** environ;
+
+namespace fwdsink {
+namespace {
+
+Status Bad(std::string field, std::string message) {
+  return Status::Config(std::move(field), std::move(message));
+}
+
+std::optional<std::string> ReadSecretFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // One trailing newline (and a CR before it) is the file's, not the secret's.
+  if (!text.empty() && text.back() == '\n') text.pop_back();
+  if (!text.empty() && text.back() == '\r') text.pop_back();
+  return text;
+}
+
+// The token file: surrounding whitespace is the file's; empty means no token yet.
+std::optional<std::string> ReadTokenFile(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) return std::nullopt;
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const auto first = text.find_first_not_of(" \t\r\n");
+  if (first == std::string::npos) return std::nullopt;
+  const auto last = text.find_last_not_of(" \t\r\n");
+  return text.substr(first, last - first + 1);
+}
+
+std::string Lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+// no_proxy entries: "*", "host", ".domain" or "domain" (both match subdomains), with
+// an optional ":port" that we ignore, as curl does for matching.
+bool NoProxyMatches(std::string_view list, std::string_view host) {
+  const std::string h = Lower(host);
+  std::size_t start = 0;
+  while (start <= list.size()) {
+    const auto comma = list.find(',', start);
+    std::string_view item = list.substr(start, comma - start);
+    while (!item.empty() && item.front() == ' ') item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ') item.remove_suffix(1);
+    if (item == "*") return true;
+    if (const auto colon = item.rfind(':');
+        colon != std::string_view::npos && item.find(']') == std::string_view::npos) {
+      item = item.substr(0, colon);
+    }
+    if (!item.empty() && item.front() == '.') item.remove_prefix(1);
+    const std::string entry = Lower(item);
+    if (!entry.empty() && (h == entry || (h.size() > entry.size() && h.ends_with(entry) &&
+                                          h[h.size() - entry.size() - 1] == '.'))) {
+      return true;
+    }
+    if (comma == std::string_view::npos) break;
+    start = comma + 1;
+  }
+  return false;
+}
+
+Status LoadBasicAuth(const std::filesystem::path& path, ForwardOptions& forward) {
+  const std::string source = "basic_auth_file " + path.string();
+  const auto text = ReadSecretFile(path);
+  if (!text) return Bad("basic_auth_file", source + ": cannot read the file");
+  const auto colon = text->find(':');
+  if (colon == std::string::npos || colon == 0) {
+    return Bad("basic_auth_file", source + ": expected one line 'user:password'");
+  }
+  if (Status e = ValidateHeaderField("Authorization", *text, source); !e.ok()) {
+    return Bad("basic_auth_file", e.message());
+  }
+  forward.basic_auth = BasicAuth{text->substr(0, colon), text->substr(colon + 1)};
+  return OkStatus();
+}
+
+}  // namespace
+
+Result<std::pair<std::string, std::string>> ParseHeaderFlag(std::string_view text,
+                                                            std::string_view source) {
+  const auto colon = text.find(':');
+  if (colon == std::string_view::npos) {
+    return Bad(std::string(source), std::string(source) + ": expected 'Name: value'");
+  }
+  std::string name(text.substr(0, colon));
+  std::string_view value = text.substr(colon + 1);
+  while (!value.empty() && (value.front() == ' ' || value.front() == '\t')) value.remove_prefix(1);
+  if (Status e = ValidateHeaderField(name, value, source); !e.ok()) return e;
+  return std::pair{std::move(name), std::string(value)};
+}
+
+Status LoadRequestSecrets(const RequestFiles& files, ForwardOptions& forward) {
+  for (const auto& [name, path] : files.header_files) {
+    const std::string source = "header_file " + path.string();
+    const auto value = ReadSecretFile(path);
+    if (!value) return Bad("header_file", source + ": cannot read the file");
+    if (value->empty()) return Bad("header_file", source + ": the file is empty");
+    if (Status e = ValidateHeaderField(name, *value, source); !e.ok()) {
+      return Bad("header_file", e.message());
+    }
+    forward.headers.emplace_back(name, *value);
+  }
+  if (files.basic_auth_file) return LoadBasicAuth(*files.basic_auth_file, forward);
+  return OkStatus();
+}
+
+TokenProvider FileTokenProvider(std::filesystem::path path) {
+  struct Cache {
+    std::mutex mu;
+    std::optional<std::string> token;  // guarded by mu
+    bool read = false;                 // guarded by mu
+  };
+  auto cache = std::make_shared<Cache>();
+  return [path = std::move(path), cache](bool force_refresh) -> std::optional<std::string> {
+    std::lock_guard lock(cache->mu);
+    if (!cache->read || force_refresh || !cache->token) {
+      cache->token = ReadTokenFile(path);
+      cache->read = true;
+    }
+    return cache->token;
+  };
+}
+
+Status CheckTokenFile(const std::filesystem::path& path) {
+  const std::optional<std::string> token = ReadTokenFile(path);
+  if (!token) return OkStatus();
+  // @ref LLP 0023#header-safety
+  return ValidateHeaderValue("Bearer " + *token, "token_file " + path.string());
+}
+
+std::string ProxyFromEnvironment(std::string_view url, const EnvLookup& env) {
+  const Result<Endpoint> ep = ParseEndpoint(url);
+  if (!ep.ok()) return {};
+  for (const char* name : {"no_proxy", "NO_PROXY"}) {
+    if (const auto list = env(name)) {
+      if (NoProxyMatches(*list, ep->host)) return {};
+      break;
+    }
+  }
+  // HTTP_PROXY in upper case is not read: a CGI server sets it from a request header.
+  const std::vector<const char*> names =
+      ep->scheme == "https" ? std::vector<const char*>{"https_proxy", "HTTPS_PROXY"}
+                            : std::vector<const char*>{"http_proxy"};
+  for (const char* name : names) {
+    if (auto value = env(name)) return *value;
+  }
+  return {};
+}
+
+EnvLookup ProcessEnvironment() {
+  return [](const char* name) -> std::optional<std::string> {
+    const char* v = std::getenv(name);
+    if (!v || !*v) return std::nullopt;
+    return std::string(v);
+  };
+}
+
+std::vector<std::string> ProcessEnvironmentEntries() {
+  std::vector<std::string> out;
+  for (char** e = environ; e && *e; ++e) out.emplace_back(*e);
+  return out;
+}
+
+}  // namespace fwdsink
