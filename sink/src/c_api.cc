@@ -73,10 +73,10 @@ std::string Describe(const std::exception_ptr& e) {
 // handled trouble worth seeing; the rest is information. @ref LLP 0026#events
 int LevelOf(std::string_view name) {
   namespace ev = fwdsink::events;
-  for (std::string_view e : {ev::kForwardAuthFailed, ev::kForwardTlsError, ev::kForwardError,
-                             ev::kForwardConfigError, ev::kDriverDeadLetter,
-                             ev::kDriverHorizonGiveUp, ev::kDriverSpoolError,
-                             ev::kDriverPermanentError, ev::kDriverQuarantine}) {
+  for (std::string_view e :
+       {ev::kForwardAuthFailed, ev::kForwardTlsError, ev::kForwardError, ev::kForwardConfigError,
+        ev::kDriverDeadLetter, ev::kDriverHorizonGiveUp, ev::kDriverSpoolError,
+        ev::kDriverPermanentError, ev::kDriverQuarantine}) {
     if (name == e) return FWDSINK_LOG_ERR;
   }
   for (std::string_view e :
@@ -207,7 +207,9 @@ struct Writer {
 };
 
 Conf* In(fwdsink_conf_t* p) { return reinterpret_cast<Conf*>(p); }
-[[maybe_unused]] const Conf* In(const fwdsink_conf_t* p) { return reinterpret_cast<const Conf*>(p); }
+[[maybe_unused]] const Conf* In(const fwdsink_conf_t* p) {
+  return reinterpret_cast<const Conf*>(p);
+}
 Forwarder* In(fwdsink_t* p) { return reinterpret_cast<Forwarder*>(p); }
 Writer* In(fwdsink_writer_t* p) { return reinterpret_cast<Writer*>(p); }
 fwdsink_conf_t* Out(Conf* p) { return reinterpret_cast<fwdsink_conf_t*>(p); }
@@ -227,9 +229,9 @@ fwdsink::Result<std::unique_ptr<Forwarder>> Create(const Conf& conf) {
     if (fwdsink::Status e = fwdsink::CheckTokenFile(*s.token_file); !e.ok()) return e;
   }
   s.driver.forward.transport.proxy =
-      s.request.proxy ? *s.request.proxy
-                      : fwdsink::ProxyFromEnvironment(s.driver.forward.url,
-                                                      fwdsink::ProcessEnvironment());
+      s.request.proxy
+          ? *s.request.proxy
+          : fwdsink::ProxyFromEnvironment(s.driver.forward.url, fwdsink::ProcessEnvironment());
   auto fs = std::make_unique<Forwarder>();
   fs->opaque = conf.opaque;
   fs->event_cb = conf.event_cb;
@@ -294,11 +296,11 @@ fwdsink_conf_res_t fwdsink_conf_set(fwdsink_conf_t* conf, const char* key, const
                      ": a key of the fwdsink daemon only; the library does not use it");
       return FWDSINK_CONF_UNKNOWN;
     }
-    const fwdsink::Status s = In(conf)->settings.Set(table_key, value, fwdsink::SettingSource::kApi, kWhere);
+    const fwdsink::Status s =
+        In(conf)->settings.Set(table_key, value, fwdsink::SettingSource::kApi, kWhere);
     if (s.ok()) return FWDSINK_CONF_OK;
     WriteError(errstr, errlen, s.message());
-    return s.code() == fwdsink::StatusCode::kNotFound ? FWDSINK_CONF_UNKNOWN
-                                                      : FWDSINK_CONF_INVALID;
+    return s.code() == fwdsink::StatusCode::kNotFound ? FWDSINK_CONF_UNKNOWN : FWDSINK_CONF_INVALID;
   } catch (...) {
     WriteError(errstr, errlen, Describe(std::current_exception()));
     return FWDSINK_CONF_INVALID;
@@ -422,7 +424,8 @@ int fwdsink_writer_append(fwdsink_writer_t* w, const char* row, size_t len, char
     return -1;
   }
   try {
-    const fwdsink::Status s = In(w)->writer.Append(std::string_view(row == nullptr ? "" : row, len));
+    const fwdsink::Status s =
+        In(w)->writer.Append(std::string_view(row == nullptr ? "" : row, len));
     if (s.ok()) return 0;
     WriteError(errstr, errlen, s.ToString());
     return -1;

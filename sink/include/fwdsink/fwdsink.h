@@ -62,6 +62,7 @@ typedef enum {
 } fwdsink_conf_res_t;
 
 /* fwdsink_run_once()'s results: those of `fwdsink forward --once` (sysexits(3)). */
+/* clang-format off */
 #define FWDSINK_EXIT_OK 0        /* everything delivered */
 #define FWDSINK_EXIT_USAGE 64    /* misuse: a NULL handle, or the driver already started */
 #define FWDSINK_EXIT_DATAERR 65  /* rows went to dead letters, or entries to quarantine/ */
@@ -71,6 +72,7 @@ typedef enum {
 #define FWDSINK_EXIT_NOPERM 77   /* the server refused the token after a refresh */
 #define FWDSINK_EXIT_CONFIG 78   /* the server refuses our configuration, or every
                                     request of the pass failed the same permanent way */
+/* clang-format on */
 
 /* Event levels (syslog(3)'s numbers, as librdkafka's log callback uses them). */
 #define FWDSINK_LOG_ERR 3     /* data or progress at stake: dead letters, auth, TLS */
@@ -78,29 +80,28 @@ typedef enum {
 #define FWDSINK_LOG_INFO 6    /* deliveries, pacing, aborts */
 
 /* Returns the library's version, "0.1.0" style (a static string). */
-FWDSINK_API const char *fwdsink_version(void);
+FWDSINK_API const char* fwdsink_version(void);
 
 /* ---- configuration ------------------------------------------------------------- */
 
 /* Returns a new, empty configuration (every key at its default), or NULL when out of
  * memory. */
-FWDSINK_API fwdsink_conf_t *fwdsink_conf_new(void);
+FWDSINK_API fwdsink_conf_t* fwdsink_conf_new(void);
 /* Returns a copy of `conf` (keys, callbacks and opaque pointer), or NULL. */
-FWDSINK_API fwdsink_conf_t *fwdsink_conf_dup(const fwdsink_conf_t *conf);
+FWDSINK_API fwdsink_conf_t* fwdsink_conf_dup(const fwdsink_conf_t* conf);
 /* Frees a configuration that was not given to fwdsink_new(). NULL is ignored. */
-FWDSINK_API void fwdsink_conf_destroy(fwdsink_conf_t *conf);
+FWDSINK_API void fwdsink_conf_destroy(fwdsink_conf_t* conf);
 
 /* Sets `key` to `value` (the daemon's syntax: "1m", "30s", "zstd", "30,60,120"). A
  * repeatable key ("header") adds one more value each call. On an error returns
  * FWDSINK_CONF_UNKNOWN or FWDSINK_CONF_INVALID and writes a NUL-terminated message
  * naming the key into errstr (truncated to errlen; errstr may be NULL when errlen is
  * 0); the configuration is then unchanged. */
-FWDSINK_API fwdsink_conf_res_t fwdsink_conf_set(fwdsink_conf_t *conf, const char *key,
-                                                const char *value, char *errstr,
-                                                size_t errlen);
+FWDSINK_API fwdsink_conf_res_t fwdsink_conf_set(fwdsink_conf_t* conf, const char* key,
+                                                const char* value, char* errstr, size_t errlen);
 
 /* Sets the pointer passed to every callback as `opaque` (default NULL). */
-FWDSINK_API void fwdsink_conf_set_opaque(fwdsink_conf_t *conf, void *opaque);
+FWDSINK_API void fwdsink_conf_set_opaque(fwdsink_conf_t* conf, void* opaque);
 
 /* Sets the event callback: one call per event of the sink and the driver (a 429 and
  * the wait chosen, a respool, a dead letter, a delivery, ...), with its level
@@ -111,10 +112,9 @@ FWDSINK_API void fwdsink_conf_set_opaque(fwdsink_conf_t *conf, void *opaque);
  * fwdsink_start() created (or a sending thread of the driver's own); never two calls
  * at once. The callback must not call
  * fwdsink_destroy(); it may call fwdsink_close(). Default: events are dropped. */
-FWDSINK_API void fwdsink_conf_set_event_cb(fwdsink_conf_t *conf,
-                                           void (*event_cb)(fwdsink_t *fs, int level,
-                                                            const char *json,
-                                                            void *opaque));
+FWDSINK_API void fwdsink_conf_set_event_cb(fwdsink_conf_t* conf,
+                                           void (*event_cb)(fwdsink_t* fs, int level,
+                                                            const char* json, void* opaque));
 
 /* Sets the stats callback: called every stats_interval (key, default 10s) with the
  * counters as one JSON object ({"ts":...,"event":"api.stats","label":...,
@@ -123,9 +123,9 @@ FWDSINK_API void fwdsink_conf_set_event_cb(fwdsink_conf_t *conf,
  * Thread: a stats thread of the fwdsink_t's own, from fwdsink_new() until
  * fwdsink_destroy(); never two calls at once, none after fwdsink_destroy() returns.
  * Default: no stats thread. */
-FWDSINK_API void fwdsink_conf_set_stats_cb(fwdsink_conf_t *conf,
-                                           void (*stats_cb)(fwdsink_t *fs, const char *json,
-                                                            size_t json_len, void *opaque));
+FWDSINK_API void fwdsink_conf_set_stats_cb(fwdsink_conf_t* conf,
+                                           void (*stats_cb)(fwdsink_t* fs, const char* json,
+                                                            size_t json_len, void* opaque));
 
 /* ---- the forwarder ------------------------------------------------------------- */
 
@@ -134,28 +134,28 @@ FWDSINK_API void fwdsink_conf_set_stats_cb(fwdsink_conf_t *conf,
  * across keys, reads the header and basic-auth files, opens the spool and takes its
  * lock (held until fwdsink_destroy()). Returns NULL with the reason in errstr when any
  * of that fails (another process holding the spool's lock included). */
-FWDSINK_API fwdsink_t *fwdsink_new(fwdsink_conf_t *conf, char *errstr, size_t errlen);
+FWDSINK_API fwdsink_t* fwdsink_new(fwdsink_conf_t* conf, char* errstr, size_t errlen);
 
 /* Forwards every ready partition once, on the calling thread, and returns
  * FWDSINK_EXIT_*: the codes of `fwdsink forward --once`. A pass cut short by
  * fwdsink_close() returns FWDSINK_EXIT_TEMPFAIL (the cursors are saved: nothing is
  * lost). Returns FWDSINK_EXIT_USAGE when fs is NULL or fwdsink_start() ran. */
-FWDSINK_API int fwdsink_run_once(fwdsink_t *fs);
+FWDSINK_API int fwdsink_run_once(fwdsink_t* fs);
 
 /* Starts forwarding on a thread of fwdsink's own: pass after pass, pausing between
  * passes as the driver's overload level says, until fwdsink_close(). Returns 0, or -1
  * when already started or closed. */
-FWDSINK_API int fwdsink_start(fwdsink_t *fs);
+FWDSINK_API int fwdsink_start(fwdsink_t* fs);
 
 /* Stops forwarding: cuts any pause or request short, leaves every cursor at its last
  * acknowledged chunk. Returns at once (it only signals); the driver stops within ~100
  * ms. Any thread, any number of times; NULL is ignored. */
-FWDSINK_API void fwdsink_close(fwdsink_t *fs);
+FWDSINK_API void fwdsink_close(fwdsink_t* fs);
 
 /* Closes (as fwdsink_close()), waits for the forwarding and stats threads, releases
  * the spool's lock and frees fs. Call it from a thread other than fwdsink's own
  * (not from a callback). NULL is ignored. */
-FWDSINK_API void fwdsink_destroy(fwdsink_t *fs);
+FWDSINK_API void fwdsink_destroy(fwdsink_t* fs);
 
 /* ---- the producer side --------------------------------------------------------- */
 
@@ -165,27 +165,26 @@ FWDSINK_API void fwdsink_destroy(fwdsink_t *fs);
  * once its first row is max_age_ms old (0: 60 s; checked on append and poll), on
  * fwdsink_writer_seal() and on fwdsink_writer_close(). Unsealed rows are not visible to
  * the forwarder. Returns NULL with the reason in errstr. */
-FWDSINK_API fwdsink_writer_t *fwdsink_writer_open(const char *spool_dir, uint64_t max_bytes,
-                                                  uint64_t max_age_ms, char *errstr,
-                                                  size_t errlen);
+FWDSINK_API fwdsink_writer_t* fwdsink_writer_open(const char* spool_dir, uint64_t max_bytes,
+                                                  uint64_t max_age_ms, char* errstr, size_t errlen);
 
 /* Appends one row of len bytes (one NDJSON line; the '\n' is added when missing). An
  * empty row or one with an embedded '\n' is refused. Returns 0, or -1 with the reason
  * in errstr. */
-FWDSINK_API int fwdsink_writer_append(fwdsink_writer_t *w, const char *row, size_t len,
-                                      char *errstr, size_t errlen);
+FWDSINK_API int fwdsink_writer_append(fwdsink_writer_t* w, const char* row, size_t len,
+                                      char* errstr, size_t errlen);
 
 /* Seals the open partition if it is max_age_ms old: call it periodically so that a
  * quiet producer still hands its rows over. Returns 0, or -1 with the reason. */
-FWDSINK_API int fwdsink_writer_poll(fwdsink_writer_t *w, char *errstr, size_t errlen);
+FWDSINK_API int fwdsink_writer_poll(fwdsink_writer_t* w, char* errstr, size_t errlen);
 
 /* Seals the open partition now. Returns 1 when one was sealed, 0 when there was no
  * row to seal, -1 with the reason in errstr. */
-FWDSINK_API int fwdsink_writer_seal(fwdsink_writer_t *w, char *errstr, size_t errlen);
+FWDSINK_API int fwdsink_writer_seal(fwdsink_writer_t* w, char* errstr, size_t errlen);
 
 /* Seals what is open and frees w (freed even on an error). Returns 0, or -1 with the
  * reason in errstr. NULL is ignored (returns 0). */
-FWDSINK_API int fwdsink_writer_close(fwdsink_writer_t *w, char *errstr, size_t errlen);
+FWDSINK_API int fwdsink_writer_close(fwdsink_writer_t* w, char* errstr, size_t errlen);
 
 #ifdef __cplusplus
 }
