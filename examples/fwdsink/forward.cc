@@ -351,10 +351,10 @@ int RunForward(const ForwardConfig& config) {
     if (error.code() == fwdsink::StatusCode::kBusy) {
       // Another daemon forwards this spool: try again later. @ref LLP 0023#spool-lock
       std::cerr << "fwdsink: --spool: " << error.message() << "\n";
-      return kExitTempFail;
+    } else {
+      std::cerr << UsageError{OptionForField(error.field()), error.message()}.Text() << "\n";
     }
-    std::cerr << UsageError{OptionForField(error.field()), error.message()}.Text() << "\n";
-    return error.field() == "spool_dir" ? kExitIoErr : kExitUsage;
+    return fwdsink::CreateExitCode(error);  // 75 busy, 74 spool, 64 otherwise
   }
   std::unique_ptr<fwdsink::Driver> driver = std::move(created).value();
 
