@@ -38,10 +38,13 @@ ms=$(( ($(date +%s%N) - start) / 1000000 ))
 echo "c-agent stopped ${ms} ms after SIGTERM: $(tail -1 "$scratch/agent.log")"
 ((ms < 2000)) || { echo "FAIL: c-agent took ${ms} ms to stop" >&2; exit 1; }
 rows=$(sed -n 's/.*stopped after \([0-9]*\) rows.*/\1/p' "$scratch/agent.log")
+shopt -s nullglob
+ready=("$scratch/spool/ready/"*.ndjson)
+touch "$scratch/out/received.ndjson"
 delivered=$(grep -c '"agent":"c-agent"' "$scratch/out/received.ndjson" || true)
-left=$(cat "$scratch/spool/ready/"*.ndjson 2>/dev/null | wc -l)
-unique=$( { cat "$scratch/out/received.ndjson"; cat "$scratch/spool/ready/"*.ndjson 2>/dev/null; } |
-  grep -o '"seq":[0-9]*' | sort -u | wc -l)
+left=$(cat /dev/null "${ready[@]}" | wc -l)
+unique=$(cat "$scratch/out/received.ndjson" /dev/null "${ready[@]}" |
+  { grep -o '"seq":[0-9]*' || true; } | sort -u | wc -l)
 echo "rows written $rows, delivered $delivered, sealed and left $left, distinct $unique"
 ((delivered > 0)) || { echo "FAIL: nothing delivered" >&2; exit 1; }
 ((delivered + left == rows && unique == rows)) || { echo "FAIL: rows lost or doubled" >&2; exit 1; }

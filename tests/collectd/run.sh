@@ -85,8 +85,10 @@ grep -q 'write_fwdsink: fwdsink' "$scratch/collectd.log" || { echo "FAIL: plugin
 for p in cpu memory load; do
   grep -q "\"plugin\":\"$p\"" "$scratch/out/received.ndjson" || { echo "FAIL: no $p rows" >&2; exit 1; }
 done
-sealed_rows=$(cat "$scratch/spool/ready/"*.ndjson 2>/dev/null | wc -l)
-cat "$scratch/spool/ready/"*.ndjson 2>/dev/null | sort >"$scratch/left.rows" || true
+shopt -s nullglob
+ready=("$scratch/spool/ready/"*.ndjson)
+cat /dev/null "${ready[@]}" | sort >"$scratch/left.rows"
+sealed_rows=$(wc -l <"$scratch/left.rows")
 
 ms=$(run_collectd 3)
 echo "second run: stopped ${ms} ms after SIGTERM"
