@@ -100,4 +100,18 @@ echo "rows left by the first run: $sealed_rows, missing after the restart: $miss
 ((missing == 0)) || { echo "FAIL: rows sealed by the first run were not delivered" >&2; exit 1; }
 ((dups == 0)) || { echo "FAIL: rows stored twice" >&2; exit 1; }
 grep -i 'error' "$scratch/collectd.log" | grep -i fwdsink && { echo "FAIL: write_fwdsink logged errors" >&2; exit 1; }
+
+# Third run against a receiver that throttles (429, Retry-After: 30): SIGTERM must still
+# stop collectd promptly, fwdsink_close() cutting the pause short.
+kill "$central_pid"; wait "$central_pid" 2>/dev/null || true
+rm -f "$scratch/port"
+"$central" --listen 127.0.0.1:0 --out "$scratch/out-throttled" --port-file "$scratch/port" \
+  --fail-first 1000000 --fail-status 429 --retry-after 30 >>"$scratch/central.log" 2>&1 &
+central_pid=$!
+for _ in $(seq 200); do [[ -s $scratch/port ]] && break; sleep 0.05; done
+sed -i "s#127.0.0.1:$port/#127.0.0.1:$(cat "$scratch/port")/#" "$scratch/collectd.conf"
+ms=$(run_collectd 4)
+grep -q 'forward.backpressure' "$scratch/collectd.log" || { echo "FAIL: no 429 seen" >&2; exit 1; }
+echo "throttled run: stopped ${ms} ms after SIGTERM (in a 30 s Retry-After pause)"
+((ms < 3000)) || { echo "FAIL: collectd took ${ms} ms to stop while throttled" >&2; exit 1; }
 echo ok
