@@ -28,7 +28,10 @@
  *
  * Threads: a fwdsink_conf_t and a fwdsink_writer_t are used by one thread at a time.
  * fwdsink_close() may be called from any thread (a signal-handling thread, typically),
- * any number of times; every other fwdsink_t call comes from one thread at a time.
+ * any number of times, until fwdsink_destroy() starts; every other fwdsink_t call comes
+ * from one thread at a time. The threads fwdsink creates block every signal; the thread
+ * in fwdsink_run_once() is the caller's, so ignore or block SIGPIPE there (a peer
+ * closing a TLS connection mid-write raises it), as the fwdsink daemon does.
  */
 #ifndef FWDSINK_FWDSINK_H
 #define FWDSINK_FWDSINK_H
