@@ -12,6 +12,10 @@ if ! command -v abidiff >/dev/null || ! command -v abidw >/dev/null; then
   echo "abi: SKIPPED: abidiff/abidw not found (Debian package abigail-tools; scripts/deps.sh)"
   exit 77
 fi
+if ! objdump -h "$lib" | grep -q '\.debug_info'; then
+  echo "abi: SKIPPED: $lib has no debug info (build RelWithDebInfo or Debug: abidw reads DWARF)"
+  exit 77
+fi
 if [[ ! -f $record ]]; then
   echo "abi: no record $record: create it with abi/update.sh" >&2
   exit 1
