@@ -41,7 +41,9 @@ class DaemonProcess {
   static constexpr auto kPoll = std::chrono::milliseconds(5);
 
   // Spawns FWDSINK_DAEMON_BIN with `args`; started() tells whether the spawn worked.
-  DaemonProcess(std::filesystem::path dir, const std::string& tag, std::vector<std::string> args)
+  // `extra_env` ("NAME=value") is added to the test's own environment.
+  DaemonProcess(std::filesystem::path dir, const std::string& tag, std::vector<std::string> args,
+                std::vector<std::string> extra_env = {})
       : out_path_(dir / (tag + ".stdout")), err_path_(dir / (tag + ".stderr")) {
     args.insert(args.begin(), FWDSINK_DAEMON_BIN);
     std::vector<char*> argv;
@@ -53,8 +55,12 @@ class DaemonProcess {
                                      O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path_.c_str(),
                                      O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    std::vector<char*> envp;
+    for (char** e = environ; *e; ++e) envp.push_back(*e);
+    for (auto& e : extra_env) envp.push_back(e.data());
+    envp.push_back(nullptr);
     pid_t pid = -1;
-    if (posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), environ) == 0) pid_ = pid;
+    if (posix_spawn(&pid, argv[0], &actions, nullptr, argv.data(), envp.data()) == 0) pid_ = pid;
     posix_spawn_file_actions_destroy(&actions);
     started_ = pid_ > 0;
   }

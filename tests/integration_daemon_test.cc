@@ -104,7 +104,7 @@ std::vector<std::string> Keys(const nlohmann::ordered_json& j) {
 }
 
 // Runs `forward --once --log-json` over a spool at `spool` and returns the log lines,
-// checking what every line shares: JSON, `ts` first, then `event`.
+// checking what every line shares: JSON, `ts` first, then `level`, then `event`.
 std::vector<nlohmann::ordered_json> ForwardOnceLog(const fs::path& dir, const fs::path& spool,
                                                    const CentralProcess& central) {
   Generate(dir, spool, "20k", "1");
@@ -117,9 +117,10 @@ std::vector<nlohmann::ordered_json> ForwardOnceLog(const fs::path& dir, const fs
   REQUIRE(lines.size() >= 3);  // start, delivered, exit
   for (const auto& j : lines) {
     REQUIRE_FALSE(j.is_discarded());
-    REQUIRE(Keys(j).size() >= 2);
+    REQUIRE(Keys(j).size() >= 3);
     CHECK(Keys(j)[0] == "ts");
-    CHECK(Keys(j)[1] == "event");
+    CHECK(Keys(j)[1] == "level");
+    CHECK(Keys(j)[2] == "event");
   }
   return lines;
 }
@@ -135,11 +136,12 @@ TEST_CASE("the daemon's JSON log: one writer, counters from their one list") {
     const auto lines = ForwardOnceLog(dir, dir / "spool", central);
     const auto& start = lines.front();
     CHECK(start["event"] == "daemon.start");
-    CHECK(Keys(start) == std::vector<std::string>{"ts", "event", "pid", "mode", "spool", "url"});
+    CHECK(Keys(start) ==
+          std::vector<std::string>{"ts", "level", "event", "pid", "mode", "spool", "url"});
     CHECK(start["mode"] == "once");
     const auto& exit = lines.back();
     CHECK(exit["event"] == "daemon.exit");
-    CHECK(Keys(exit) == std::vector<std::string>{"ts", "event", "label", "partitions_left",
+    CHECK(Keys(exit) == std::vector<std::string>{"ts", "level", "event", "label", "partitions_left",
                                                  "rows_per_s", "bytes_per_s", "counters", "driver",
                                                  "exit_code", "why"});
     CHECK(Keys(exit["counters"]) == CounterNames<fwdsink::CountersSnapshot>());

@@ -52,7 +52,7 @@ struct Options {
 
   std::optional<std::filesystem::path> request_log;  // --request-log FILE
 
-  bool help = false;  // --help
+  bool help = false;     // --help
   bool version = false;  // --version
 };
 

@@ -28,9 +28,11 @@
 #include <utility>
 
 #include "commands.h"
+#include "fwdsink/credentials.h"
 #include "fwdsink/driver.h"
 #include "fwdsink/exit_code.h"
 #include "fwdsink/http_header.h"
+#include "fwdsink/settings.h"
 #include "fwdsink/telemetry.h"
 #include "fwdsink/time_format.h"
 #include "fwdsink/transport.h"
@@ -50,21 +52,31 @@ constexpr int kWakeSignal = SIGUSR1;
 std::string NowIso8601() { return fwdsink::FormatRfc3339(std::chrono::system_clock::now()); }
 
 // Where the daemon writes: JSON lines (stderr and/or --log-file) and the progress line.
-// Any thread; all output is serialised by mu_ so lines never interleave.
-// @ref LLP 0022#logs
+// Every JSON line carries the event's `level`; lines below --log-level are not written
+// anywhere. Any thread; all output is serialised by mu_ so lines never interleave, and
+// Reopen() (SIGHUP) swaps the log file between two lines. @ref LLP 0022#logs
 class Output {
  public:
-  Output(bool progress, std::FILE* log_file) : progress_(progress), file_(log_file) {}
+  // Takes ownership of `log_file` (may be null).
+  Output(bool progress, std::FILE* log_file, fwdsink::LogLevel min_level)
+      : progress_(progress), min_level_(min_level), file_(log_file) {}
+  ~Output() {
+    if (file_) std::fclose(file_);
+  }
+  Output(const Output&) = delete;
+  Output& operator=(const Output&) = delete;
 
-  // Logs one sink/driver event.
+  // Logs one sink/driver event at its catalogue level. @ref LLP 0024#log-level
   void Event(const fwdsink::Event& e) {
-    const std::string line = LogLine(fwdsink::ToJsonObject(e));
+    const fwdsink::LogLevel level = fwdsink::EventLevel(e.name);
     std::lock_guard lock(mu_);
     // The progress line shows a permanent error until rows move again.
     // @ref LLP 0017#permanent-errors
     if (e.name == fwdsink::events::kDriverPermanentError) {
       problem_ = "ERROR " + std::to_string(e.status) + " " + e.reason;
     }
+    if (level < min_level_) return;
+    const std::string line = LogLine(fwdsink::ToJsonObject(e), level);
     if (progress_) {
       ClearLineLocked();
       std::fprintf(stderr, "%s\n", Human(e).c_str());
@@ -75,10 +87,11 @@ class Output {
     if (file_) WriteLocked(file_, line);
   }
 
-  // Logs one JSON object (a stats or lifecycle line); also shown on a terminal when
-  // `show` is set.
-  void Json(const fwdsink::JsonObject& json, bool show) {
-    const std::string line = LogLine(json);
+  // Logs one JSON object (a stats or lifecycle line) at `level`; also shown on a
+  // terminal when `show` is set.
+  void Json(const fwdsink::JsonObject& json, fwdsink::LogLevel level, bool show) {
+    if (level < min_level_) return;
+    const std::string line = LogLine(json, level);
     std::lock_guard lock(mu_);
     if (!progress_)
       WriteLocked(stderr, line);
@@ -88,6 +101,18 @@ class Output {
       RedrawLocked();
     }
     if (file_) WriteLocked(file_, line);
+  }
+
+  // Opens `path` again (append) and writes the next lines there: logrotate has renamed
+  // the old file. Keeps the old file when the new one cannot be opened; returns whether
+  // it could. @ref LLP 0024#reload
+  bool Reopen(const std::filesystem::path& path) {
+    std::FILE* fresh = std::fopen(path.c_str(), "a");
+    if (!fresh) return false;
+    std::lock_guard lock(mu_);
+    if (file_) std::fclose(file_);
+    file_ = fresh;
+    return true;
   }
 
   // Replaces the progress line (terminal mode only).
@@ -129,10 +154,10 @@ class Output {
     if (!e.message.empty()) s += ": " + e.message;
     return s;
   }
-  // Every log line starts with its time: {"ts":"...","event":...}
-  static std::string LogLine(const fwdsink::JsonObject& body) {
+  // Every log line starts with its time and level: {"ts":"...","level":"info","event":...}
+  static std::string LogLine(const fwdsink::JsonObject& body, fwdsink::LogLevel level) {
     fwdsink::JsonObject line;
-    line.Add("ts", NowIso8601()).Append(body);
+    line.Add("ts", NowIso8601()).Add("level", fwdsink::to_string(level)).Append(body);
     return line.Dump();
   }
   static void WriteLocked(std::FILE* f, const std::string& line) {
@@ -150,7 +175,8 @@ class Output {
 
   std::mutex mu_;
   const bool progress_;
-  std::FILE* const file_;
+  const fwdsink::LogLevel min_level_;
+  std::FILE* file_;      // guarded by mu_ (owned)
   std::string line_;     // guarded by mu_
   std::string problem_;  // guarded by mu_
 };
@@ -271,11 +297,13 @@ class Reporter {
         out_.Progress(std::move(line));
         // The --log-file still gets its periodic stats line.
         if (now - last_stats >= stats_interval_) {
-          out_.Json(StatsJson(fwdsink::events::kDaemonStats, driver_, left, rps, bps), false);
+          out_.Json(StatsJson(fwdsink::events::kDaemonStats, driver_, left, rps, bps),
+                    fwdsink::EventLevel(fwdsink::events::kDaemonStats), false);
           last_stats = now;
         }
       } else {
-        out_.Json(StatsJson(fwdsink::events::kDaemonStats, driver_, left, rps, bps), true);
+        out_.Json(StatsJson(fwdsink::events::kDaemonStats, driver_, left, rps, bps),
+                  fwdsink::EventLevel(fwdsink::events::kDaemonStats), true);
       }
       last = now;
       rows0 = rows;
@@ -293,6 +321,48 @@ class Reporter {
   std::thread thread_;
 };
 
+// The request credentials of `forward` as the sink takes them.
+fwdsink::RequestCredentials CredentialsOf(const fwdsink::ForwardOptions& forward) {
+  fwdsink::RequestCredentials c{.headers = forward.headers, .basic_authorization = std::nullopt};
+  if (forward.basic_auth) {
+    c.basic_authorization =
+        fwdsink::BasicAuthorization(forward.basic_auth->user, forward.basic_auth->password);
+  }
+  return c;
+}
+
+// SIGHUP: reopens --log-file, re-reads the header, Basic-auth and token files and
+// publishes them to the senders (which take them before their next chunk: a wait in
+// progress and the cursors are untouched). A file that cannot be read or validated
+// keeps the old values and logs daemon.reload_failed. Signal thread. @ref LLP 0024#reload
+void Reload(const ForwardConfig& config, Output& out, fwdsink::CredentialsBox& box) {
+  std::vector<std::string> reloaded;
+  std::string problem;
+  if (config.daemon.log_file) {
+    if (out.Reopen(*config.daemon.log_file))
+      reloaded.emplace_back("log_file");
+    else
+      problem = "--log-file: cannot open " + config.daemon.log_file->string();
+  }
+  // Starts from the configured options: the headers given as values, no Basic auth.
+  fwdsink::ForwardOptions fresh = config.driver.forward;
+  fwdsink::Status e = LoadRequestSecrets(config.request, fresh);
+  if (e.ok()) e = fwdsink::Validate(fresh);
+  if (e.ok() && config.token_file) e = fwdsink::CheckTokenFile(*config.token_file);
+  if (e.ok()) {
+    box.Publish(CredentialsOf(fresh));
+    reloaded.emplace_back("credentials");
+  } else {
+    problem += (problem.empty() ? "" : "; ") + e.message() + " (old credentials kept)";
+  }
+  fwdsink::JsonObject line;
+  const std::string_view event =
+      problem.empty() ? fwdsink::events::kDaemonReload : fwdsink::events::kDaemonReloadFailed;
+  line.Add("event", event).Add("signal", SIGHUP).Add("reloaded", reloaded);
+  if (!problem.empty()) line.Add("message", problem);
+  out.Json(line, fwdsink::EventLevel(event), true);
+}
+
 }  // namespace
 
 int RunForward(const ForwardConfig& config) {
@@ -302,6 +372,7 @@ int RunForward(const ForwardConfig& config) {
   sigemptyset(&mask);
   sigaddset(&mask, SIGINT);
   sigaddset(&mask, SIGTERM);
+  sigaddset(&mask, SIGHUP);  // reload, on the signal thread @ref LLP 0024#reload
   sigaddset(&mask, kWakeSignal);
   pthread_sigmask(SIG_BLOCK, &mask, nullptr);
   // A peer closing mid-write must be an error value, not a dead process.
@@ -317,14 +388,14 @@ int RunForward(const ForwardConfig& config) {
   }
   const bool progress = config.daemon.log_mode == LogMode::kProgress ||
                         (config.daemon.log_mode == LogMode::kAuto && ::isatty(STDERR_FILENO));
-  Output out(progress, log_file);
+  Output out(progress, log_file, config.daemon.log_level);
 
   // Secrets are read here, once, and go into the options, never into a log.
   // @ref LLP 0017#request-options
   fwdsink::DriverOptions options = config.driver;
   if (const fwdsink::Status e = LoadRequestSecrets(config.request, options.forward); !e.ok()) {
-    std::cerr << UsageError{"", e.message()}.Text() << "\n";
-    if (log_file) std::fclose(log_file);
+    // The status names the key and the file ("header_file F: ..."); say the flag too.
+    std::cerr << UsageError{fwdsink::FlagForKey(e.field()), e.message()}.Text() << "\n";
     return kExitUsage;
   }
   options.forward.transport.proxy =
@@ -333,12 +404,13 @@ int RunForward(const ForwardConfig& config) {
 
   fwdsink::ForwardDeps deps;
   deps.on_event = [&out](const fwdsink::Event& e) { out.Event(e); };
+  auto credentials = std::make_shared<fwdsink::CredentialsBox>();
+  deps.credentials = credentials;
   if (config.token_file) {
     // @ref LLP 0022#token-file
     if (const fwdsink::Status bad = fwdsink::CheckTokenFile(*config.token_file); !bad.ok()) {
       // The message names the source; the token itself is never printed.
-      std::cerr << "fwdsink: " << bad.message() << "\n";
-      if (log_file) std::fclose(log_file);
+      std::cerr << UsageError{"--token-file", bad.message()}.Text() << "\n";
       return kExitUsage;
     }
     deps.tokens = fwdsink::FileTokenProvider(*config.token_file);
@@ -347,7 +419,6 @@ int RunForward(const ForwardConfig& config) {
       fwdsink::Driver::Create(std::move(options), std::move(deps));
   if (!created.ok()) {
     const fwdsink::Status& error = created.status();
-    if (log_file) std::fclose(log_file);
     if (error.code() == fwdsink::StatusCode::kBusy) {
       // Another daemon forwards this spool: try again later. @ref LLP 0023#spool-lock
       std::cerr << "fwdsink: --spool: " << error.message() << "\n";
@@ -364,7 +435,7 @@ int RunForward(const ForwardConfig& config) {
                .Add("mode", config.daemon.once ? "once" : "run")
                .Add("spool", config.driver.spool_dir.string())
                .Add("url", fwdsink::RedactUrl(config.driver.forward.url)),
-           false);
+           fwdsink::EventLevel(fwdsink::events::kDaemonStart), false);
 
   Reporter reporter(*driver, out, config.driver.spool_dir, config.daemon.stats_interval);
   std::atomic<bool> finished{false};
@@ -376,6 +447,10 @@ int RunForward(const ForwardConfig& config) {
       if (sig == kWakeSignal) {
         if (finished.load()) return;
         continue;  // someone else's SIGUSR1: ignore
+      }
+      if (sig == SIGHUP) {
+        Reload(config, out, *credentials);
+        continue;
       }
       stop_signal.store(sig);
       // Close() only signals and shuts sockets down: Run()/Tick() return within ~100 ms.
@@ -406,9 +481,8 @@ int RunForward(const ForwardConfig& config) {
       StatsJson(fwdsink::events::kDaemonExit, *driver, CountReady(config.driver.spool_dir), 0, 0);
   exit_line.Add("exit_code", code).Add("why", why);
   if (const int sig = stop_signal.load()) exit_line.Add("signal", sig);
-  out.Json(exit_line, true);
+  out.Json(exit_line, fwdsink::EventLevel(fwdsink::events::kDaemonExit), true);
   driver.reset();
-  if (log_file) std::fclose(log_file);
   return code;
 }
 

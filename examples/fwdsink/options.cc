@@ -127,7 +127,6 @@ Handler Set(bool& out) {
   };
 }
 
-
 // Splits "--name=value" into the name and the inline value.
 std::pair<std::string, std::optional<std::string>> SplitFlag(const std::string& arg) {
   const auto eq = arg.find('=');
@@ -267,10 +266,12 @@ std::string PrintConfig(const ForwardConfig& config) {
     }
     out += line + "\n";
   }
+  for (const std::string& name : config.unknown_variables) {
+    out += "# warning: " + name + " is not a setting (ignored)\n";
+  }
   if (!config.print_error.empty()) out += "# error: " + config.print_error + "\n";
   return out;
 }
-
 
 Parsed<DeadConfig> ParseDead(const std::vector<std::string>& args) {
   DeadConfig c;

@@ -69,21 +69,14 @@ std::string Describe(const std::exception_ptr& e) {
   }
 }
 
-// The level of an event: errors put data or progress at stake; warnings are
-// handled trouble worth seeing; the rest is information. @ref LLP 0026#events
+// The level of an event: the daemon's (fwdsink::EventLevel, LLP 0024#log-level) in
+// syslog's numbers. @ref LLP 0026#events
 int LevelOf(std::string_view name) {
-  namespace ev = fwdsink::events;
-  for (std::string_view e :
-       {ev::kForwardAuthFailed, ev::kForwardTlsError, ev::kForwardError, ev::kForwardConfigError,
-        ev::kDriverDeadLetter, ev::kDriverHorizonGiveUp, ev::kDriverSpoolError,
-        ev::kDriverPermanentError, ev::kDriverQuarantine}) {
-    if (name == e) return FWDSINK_LOG_ERR;
-  }
-  for (std::string_view e :
-       {ev::kForwardBackpressure, ev::kForwardGiveUp, ev::kForwardRespool, ev::kForwardPoison,
-        ev::kForwardSplit, ev::kForwardAuthRefresh, ev::kForwardRequestRefused,
-        ev::kDriverCursorCorrupt, ev::kDriverSpoolRepaired, ev::kDriverHandoverChanged}) {
-    if (name == e) return FWDSINK_LOG_WARNING;
+  switch (fwdsink::EventLevel(name)) {
+    case fwdsink::LogLevel::kError: return FWDSINK_LOG_ERR;
+    case fwdsink::LogLevel::kWarn: return FWDSINK_LOG_WARNING;
+    case fwdsink::LogLevel::kInfo: return FWDSINK_LOG_INFO;
+    case fwdsink::LogLevel::kDebug: return FWDSINK_LOG_DEBUG;
   }
   return FWDSINK_LOG_INFO;
 }

@@ -194,6 +194,7 @@ struct ForwardSink::Impl {
         deps(std::move(d)),
         transport(std::move(t)),
         encoder(options.compression, options.zstd_level),
+        headers(options.headers),
         basic_authorization(BasicAuthorizationFor(options, transport->endpoint())) {
     buffers.Reserve(options.chunker.chunk_bytes, options.compression != Compression::kIdentity);
   }
@@ -206,10 +207,14 @@ struct ForwardSink::Impl {
   const ForwardOptions options;
   ForwardDeps deps;
   std::unique_ptr<HttpTransport> transport;
-  Encoder encoder;                        // sender thread, or the read-ahead job while it runs
-  ChunkBuffers buffers;                   // sender thread, or the read-ahead job (buffers.ahead)
-  std::optional<std::string> token;       // sender thread only
-  const std::string basic_authorization;  // "Basic ..." or empty; never logged
+  Encoder encoder;                   // sender thread, or the read-ahead job while it runs
+  ChunkBuffers buffers;              // sender thread, or the read-ahead job (buffers.ahead)
+  std::optional<std::string> token;  // sender thread only
+  // The extra headers and "Basic ..." (or empty): the options' until a newer generation
+  // of deps.credentials replaces them. Sender thread only; never logged.
+  HeaderList headers;
+  std::string basic_authorization;
+  std::uint64_t credentials_seen = 0;  // sender thread only
   std::stop_source stop;
   Counters counters;
   mutable std::mutex state_mu;
@@ -333,7 +338,7 @@ class ForwardSink::Call {
       h.emplace_back("Content-Encoding", std::string(ce));
     }
     if (options_.send_idempotency_header) h.emplace_back(options_.idempotency_header, key);
-    h.insert(h.end(), options_.headers.begin(), options_.headers.end());
+    h.insert(h.end(), sink_.headers.begin(), sink_.headers.end());
     if (sink_.token) {
       h.emplace_back("Authorization", "Bearer " + *sink_.token);
     } else if (!sink_.basic_authorization.empty()) {
@@ -351,9 +356,11 @@ class ForwardSink::Call {
     if (!options_.idempotency_query_param.empty()) {
       sending.query = options_.idempotency_query_param + "=" + PercentEncode(sending.key);
     }
+    // Reloaded credentials apply from a chunk's first attempt on. @ref LLP 0024#reload
+    const bool reloaded = TakeNewCredentials();
     // A token is checked once, when it is handed over (here or after a refresh).
-    if (sink_.deps.tokens && !sink_.token) {
-      sink_.token = sink_.deps.tokens(false);
+    if (sink_.deps.tokens && (!sink_.token || reloaded)) {
+      sink_.token = sink_.deps.tokens(reloaded);
       if (!TokenIsSafe(sending)) return ChunkEnd::kStop;
     }
     HeaderList headers = Headers(sending.key);
@@ -385,6 +392,29 @@ class ForwardSink::Call {
       }
       return Conclude(verdict, source, sending);
     }
+  }
+
+  // Takes a newer generation of published credentials; returns whether there was one.
+  // A set with an unsafe header value is not taken (the old one stays): it would inject
+  // headers. @ref LLP 0023#header-safety
+  bool TakeNewCredentials() {
+    if (!sink_.deps.credentials) return false;
+    std::optional<RequestCredentials> fresh =
+        sink_.deps.credentials->TakeIfNewer(sink_.credentials_seen);
+    if (!fresh) return false;
+    for (const auto& [name, value] : fresh->headers) {
+      if (!ValidateHeaderField(name, value, "reloaded header").ok()) return true;
+    }
+    if (fresh->basic_authorization &&
+        !ValidateHeaderValue(*fresh->basic_authorization, "reloaded basic auth").ok()) {
+      return true;
+    }
+    sink_.headers = std::move(fresh->headers);
+    sink_.basic_authorization =
+        fresh->basic_authorization
+            ? *std::move(fresh->basic_authorization)
+            : BasicAuthorizationFor(ForwardOptions{}, sink_.transport->endpoint());
+    return true;
   }
 
   // A token with CR, LF, NUL or another control byte would inject headers: it is a

@@ -15,6 +15,7 @@
 
 #include "fwdsink/codec.h"
 #include "fwdsink/http_header.h"
+#include "fwdsink/telemetry.h"
 #include "fwdsink/transport.h"
 
 namespace fwdsink {
@@ -130,7 +131,8 @@ Status RetryStatuses(std::string_view v, ResponseRules& rules) {
 
 Status HeaderFile(std::string_view v, RequestFiles& r) {
   const auto colon = v.find(':');
-  std::string path = colon == std::string_view::npos ? std::string() : std::string(v.substr(colon + 1));
+  std::string path =
+      colon == std::string_view::npos ? std::string() : std::string(v.substr(colon + 1));
   path.erase(0, path.find_first_not_of(" \t"));
   if (colon == std::string_view::npos || path.empty()) return Bad("expected 'Name: /path/to/file'");
   const std::string name(v.substr(0, colon));
@@ -406,6 +408,46 @@ std::optional<LogLevel> ParseLogLevel(std::string_view text) {
   return std::nullopt;
 }
 
+LogLevel EventLevel(std::string_view event) {
+  namespace ev = events;
+  // One row per event of the catalogue; a new event gets a row (else it is info).
+  static constexpr std::pair<std::string_view, LogLevel> kLevels[] = {
+      {ev::kForwardBackpressure, LogLevel::kInfo},
+      {ev::kForwardGateWait, LogLevel::kDebug},
+      {ev::kForwardGiveUp, LogLevel::kWarn},
+      {ev::kForwardRespool, LogLevel::kWarn},
+      {ev::kForwardPoison, LogLevel::kWarn},
+      {ev::kForwardSplit, LogLevel::kInfo},
+      {ev::kForwardAuthRefresh, LogLevel::kInfo},
+      {ev::kForwardAuthFailed, LogLevel::kError},
+      {ev::kForwardTlsError, LogLevel::kError},
+      {ev::kForwardDelivered, LogLevel::kInfo},
+      {ev::kForwardAborted, LogLevel::kInfo},
+      {ev::kForwardError, LogLevel::kError},
+      {ev::kForwardPaceWait, LogLevel::kDebug},
+      {ev::kForwardPacing, LogLevel::kInfo},
+      {ev::kForwardRequestRefused, LogLevel::kWarn},
+      {ev::kDriverCursorCorrupt, LogLevel::kWarn},
+      {ev::kDriverDeadLetter, LogLevel::kError},
+      {ev::kDriverHorizonGiveUp, LogLevel::kError},
+      {ev::kDriverSpoolError, LogLevel::kError},
+      {ev::kForwardConfigError, LogLevel::kError},
+      {ev::kDriverPermanentError, LogLevel::kError},
+      {ev::kDriverQuarantine, LogLevel::kWarn},
+      {ev::kDriverSpoolRepaired, LogLevel::kWarn},
+      {ev::kDriverHandoverChanged, LogLevel::kWarn},
+      {ev::kDaemonStart, LogLevel::kInfo},
+      {ev::kDaemonStats, LogLevel::kInfo},
+      {ev::kDaemonExit, LogLevel::kInfo},
+      {ev::kDaemonReload, LogLevel::kInfo},
+      {ev::kDaemonReloadFailed, LogLevel::kError},
+  };
+  for (const auto& [name, level] : kLevels) {
+    if (name == event) return level;
+  }
+  return LogLevel::kInfo;
+}
+
 std::span<const SettingInfo> SettingTable() {
   static const std::vector<SettingInfo> table = [] {
     std::vector<SettingInfo> t;
@@ -507,9 +549,8 @@ Result<SinkSettings> Settings::Build() const {
     const auto it = held_.find(row.info.key);
     if (it == held_.end()) continue;
     const Held& h = it->second;
-    where[std::string(row.info.key)] = h.source == SettingSource::kFlag
-                                           ? h.where
-                                           : h.where + ": " + std::string(row.info.key);
+    where[std::string(row.info.key)] =
+        h.source == SettingSource::kFlag ? h.where : h.where + ": " + std::string(row.info.key);
     for (const std::string& v : h.values) {
       if (Status e = row.apply(v, s); !e.ok()) {
         return Status::Config(std::string(row.info.key), WhereOf(where, row.info.key, e.message()));
@@ -518,9 +559,9 @@ Result<SinkSettings> Settings::Build() const {
   }
   for (std::string_view key : {"spool", "url"}) {
     if (held_.find(key) == held_.end()) {
-      return Status::Config(std::string(key),
-                            FlagForKey(key) + ": is required (or " + EnvironmentVariableForKey(key) +
-                                ", or " + std::string(key) + " in the config file)");
+      return Status::Config(std::string(key), FlagForKey(key) + ": is required (or " +
+                                                  EnvironmentVariableForKey(key) + ", or " +
+                                                  std::string(key) + " in the config file)");
     }
   }
   auto on = [this](std::string_view key) {
@@ -528,7 +569,8 @@ Result<SinkSettings> Settings::Build() const {
     return it != held_.end() && !it->second.values.empty() && it->second.values.back() == "true";
   };
   if (on("log_json") && on("progress")) {
-    return Status::Config("progress", WhereOf(where, "progress", "cannot be combined with log_json"));
+    return Status::Config("progress",
+                          WhereOf(where, "progress", "cannot be combined with log_json"));
   }
   if (s.request.basic_auth_file && s.token_file) {
     return Status::Config("basic_auth_file",

@@ -98,7 +98,8 @@ Status Settings::LoadFile(const std::filesystem::path& path) {
   toml::parse_result parsed = toml::parse(text, file);
   if (!parsed) {
     const toml::parse_error& err = parsed.error();
-    return Bad(file + ":" + std::to_string(err.source().begin.line), std::string(err.description()));
+    return Bad(file + ":" + std::to_string(err.source().begin.line),
+               std::string(err.description()));
   }
   // toml++ iterates keys in name order; report and apply them in file order.
   std::vector<Entry> entries;

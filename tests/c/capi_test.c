@@ -157,7 +157,7 @@ static void on_event(fwdsink_t *fs, int level, const char *json, void *opaque) {
   pthread_mutex_lock(&ev->mu);
   ++ev->total;
   if (json[0] != '{' || json[strlen(json) - 1] != '}') ++failures;
-  if (level < FWDSINK_LOG_ERR || level > FWDSINK_LOG_INFO) ++failures;
+  if (level < FWDSINK_LOG_ERR || level > FWDSINK_LOG_DEBUG) ++failures;
   if (strstr(json, "\"event\":\"forward.delivered\"")) ++ev->delivered;
   if (strstr(json, "\"event\":\"forward.backpressure\"")) ++ev->backpressure;
   pthread_mutex_unlock(&ev->mu);

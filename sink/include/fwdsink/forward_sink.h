@@ -16,6 +16,7 @@
 #include "fwdsink/chunker.h"
 #include "fwdsink/clock.h"
 #include "fwdsink/codec.h"
+#include "fwdsink/credentials.h"
 #include "fwdsink/gate.h"
 #include "fwdsink/pacer.h"
 #include "fwdsink/status.h"
@@ -203,6 +204,9 @@ struct ForwardDeps {
   // Jitter source, when policy.jitter > 0; default: a private generator seeded from
   // std::random_device (guarded: safe from any thread).
   UniformRandom random;
+  // Credentials published while the sink runs (the daemon's SIGHUP), shared by every
+  // sender; default: none, the options' headers and basic_auth hold. @ref LLP 0024#reload
+  std::shared_ptr<const CredentialsBox> credentials;
 };
 
 // Streams partitions to one endpoint.

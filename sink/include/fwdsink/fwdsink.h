@@ -81,6 +81,7 @@ typedef enum {
 #define FWDSINK_LOG_ERR 3     /* data or progress at stake: dead letters, auth, TLS */
 #define FWDSINK_LOG_WARNING 4 /* backpressure, respools, splits: handled, worth seeing */
 #define FWDSINK_LOG_INFO 6    /* deliveries, pacing, aborts */
+#define FWDSINK_LOG_DEBUG 7   /* routine waits (pacing, the shared gate) */
 
 /* Returns the library's version, "0.1.0" style (a static string). */
 FWDSINK_API const char* fwdsink_version(void);

@@ -38,15 +38,15 @@ namespace fwdsink {
 enum class SettingSource { kDefault, kFile, kEnvironment, kFlag, kApi };
 [[nodiscard]] std::string_view to_string(SettingSource source);
 
-struct SettingInfo {            // one row of the table
-  std::string_view key;         // "chunk_bytes"; the flag is "--" + key with '_' -> '-'
-  std::string_view value_name;  // "N", "S", "URL", "" for a switch
-  std::string_view help;        // one line (the --help text and --print-config use it)
-  bool secret = false;          // value redacted by Describe()
-  bool repeatable = false;      // "header": each Set() appends (a later source replaces
-                                //  the whole list of an earlier source)
-  bool daemon_only = false;     // log_file, log_json, progress, once, metrics_listen...
-  bool is_switch = false;       // flag takes no value; "true"/"false"/"1"/"0" elsewhere
+struct SettingInfo {                    // one row of the table
+  std::string_view key;                 // "chunk_bytes"; the flag is "--" + key with '_' -> '-'
+  std::string_view value_name;          // "N", "S", "URL", "" for a switch
+  std::string_view help;                // one line (the --help text and --print-config use it)
+  bool secret = false;                  // value redacted by Describe()
+  bool repeatable = false;              // "header": each Set() appends (a later source replaces
+                                        //  the whole list of an earlier source)
+  bool daemon_only = false;             // log_file, log_json, progress, once, metrics_listen...
+  bool is_switch = false;               // flag takes no value; "true"/"false"/"1"/"0" elsewhere
   std::string_view default_value = {};  // as shown by --help and Describe(); "" = none
 };
 
@@ -74,6 +74,11 @@ enum class LogMode {
 enum class LogLevel { kDebug, kInfo, kWarn, kError };
 [[nodiscard]] std::string_view to_string(LogLevel level);
 [[nodiscard]] std::optional<LogLevel> ParseLogLevel(std::string_view text);
+// Returns the level of an event of the fwdsink::events catalogue (telemetry.h): error
+// when data or the service is at stake and a person must act, warn when something was
+// given back or repaired, info for progress and lifecycle, debug for the routine waits.
+// An unknown name is info. @ref LLP 0024#log-level
+[[nodiscard]] LogLevel EventLevel(std::string_view event);
 
 // The request files named by the settings, read by LoadRequestSecrets() (at start, and
 // again on the daemon's SIGHUP). @ref LLP 0017#request-options
@@ -112,8 +117,7 @@ class Settings {
   // "--chunk-bytes: '4x' is not ..."). `where` is the file and line, the variable, the
   // flag, or "api". A value from a lower-precedence source than the one held is checked
   // and then ignored. A switch takes "", "true", "1" (on) or "false", "0" (off).
-  Status Set(std::string_view key, std::string_view value, SettingSource source,
-             std::string where);
+  Status Set(std::string_view key, std::string_view value, SettingSource source, std::string where);
 
   // Reads a TOML config file (flat `key = value` lines; arrays for repeatable keys and
   // lists) and sets every key with source kFile, where "FILE:LINE". An unknown key, a

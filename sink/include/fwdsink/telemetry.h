@@ -19,7 +19,9 @@ namespace fwdsink {
 // `label`, and the sink's `partition`. The fields each one adds are listed, as
 // emitted by sink/src/forward_sink.cc, sink/src/driver.cc and examples/fwdsink/forward.cc
 // (when `begin` or `end` is listed, both are rendered). The daemon's JSON log puts
-// `ts` (RFC 3339, UTC, milliseconds) first on every line. @ref LLP 0015#events
+// `ts` (RFC 3339, UTC, milliseconds) first on every line, then `level` (debug, info,
+// warn or error: fwdsink::EventLevel() in fwdsink/settings.h gives each event's; a new
+// event gets a row there). @ref LLP 0015#events
 namespace events {
 // A 429/503 (or a transport error / other 5xx) and the wait chosen.
 // Fields: partition, key, status (0 for a transport error), reason, attempt, wait_ms,
@@ -120,6 +122,13 @@ inline constexpr std::string_view kDaemonStats = "daemon.stats";
 // The daemon is exiting. Fields: those of daemon.stats (rates 0), exit_code, why
 // ("once" | "signal"), signal (the signal number, when one stopped it).
 inline constexpr std::string_view kDaemonExit = "daemon.exit";
+// SIGHUP was handled: the log file reopened, the header, Basic-auth and token files
+// re-read and handed to the senders (taken before their next chunk). Fields: signal,
+// reloaded (what: "log_file", "credentials"). @ref LLP 0024#reload
+inline constexpr std::string_view kDaemonReload = "daemon.reload";
+// SIGHUP could not reload something; the old log file or credentials stay in use.
+// Fields: signal, reloaded (what did reload), message (what failed; never a secret).
+inline constexpr std::string_view kDaemonReloadFailed = "daemon.reload_failed";
 // The C API's periodic counters (fwdsink_conf_set_stats_cb). Fields: label,
 // partitions_left, counters (FWDSINK_SINK_COUNTERS), driver (FWDSINK_DRIVER_COUNTERS).
 // @ref LLP 0026#callbacks
