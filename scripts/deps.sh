@@ -21,6 +21,8 @@ PKGS=(
   libsystemd-dev                       # sd_notify for the daemon (Type=notify, watchdog)
   python3-prometheus-client            # the /metrics test parses the page with its parser
   clang libfuzzer-14-dev               # the libFuzzer targets (scripts/test.sh --fuzz)
+  abigail-tools                        # the C API's ABI check (abidw/abidiff, LABEL abi)
+  collectd-core collectd-dev           # the collectd write plugin and its test (LABEL collectd)
 )
 
 missing=()

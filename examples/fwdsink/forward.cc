@@ -31,6 +31,7 @@
 #include "fwdsink/credentials.h"
 #include "fwdsink/driver.h"
 #include "fwdsink/endpoints.h"
+#include "fwdsink/exit_code.h"
 #include "fwdsink/http_header.h"
 #include "fwdsink/settings.h"
 #include "fwdsink/telemetry.h"
@@ -372,21 +373,6 @@ class Reporter {
   std::thread thread_;
 };
 
-// --once: the exit code for one pass; dead letters win over respools.
-// @ref LLP 0022#exit-codes
-int OnceExitCode(const fwdsink::TickReport& r) {
-  if (r.poisoned_chunks > 0 || r.torn > 0 || r.horizon_dead > 0 || r.quarantined > 0) {
-    return kExitDataErr;
-  }
-  if (r.errors > 0 && r.last_error == fwdsink::Outcome::kAuthError) return kExitNoPerm;
-  // @ref LLP 0017#permanent-errors
-  if ((r.errors > 0 && r.last_error == fwdsink::Outcome::kConfigError) || r.permanent_error) {
-    return kExitConfig;
-  }
-  if (!r.all_delivered()) return kExitTempFail;
-  return kExitOk;
-}
-
 // The request credentials of `forward` as the sink takes them.
 fwdsink::RequestCredentials CredentialsOf(const fwdsink::ForwardOptions& forward) {
   fwdsink::RequestCredentials c{.headers = forward.headers, .basic_authorization = std::nullopt};
@@ -496,10 +482,10 @@ int RunForward(const ForwardConfig& config) {
     if (error.code() == fwdsink::StatusCode::kBusy) {
       // Another daemon forwards this spool: try again later. @ref LLP 0023#spool-lock
       std::cerr << "fwdsink: --spool: " << error.message() << "\n";
-      return kExitTempFail;
+    } else {
+      std::cerr << UsageError{OptionForField(error.field()), error.message()}.Text() << "\n";
     }
-    std::cerr << UsageError{OptionForField(error.field()), error.message()}.Text() << "\n";
-    return error.field() == "spool_dir" ? kExitIoErr : kExitUsage;
+    return fwdsink::CreateExitCode(error);  // 75 busy, 74 spool, 64 otherwise
   }
   std::unique_ptr<fwdsink::Driver> driver = std::move(created).value();
   health.Attach(driver.get());
@@ -567,7 +553,7 @@ int RunForward(const ForwardConfig& config) {
   if (config.daemon.once) {
     const fwdsink::TickReport report = driver->Tick();
     // A stop request is a clean shutdown (cursors are saved): 0, even mid-pass.
-    code = stop_signal.load() ? kExitOk : OnceExitCode(report);
+    code = stop_signal.load() ? kExitOk : fwdsink::OnceExitCode(report);
     why = stop_signal.load() ? "signal" : "once";
   } else {
     driver->Run();

@@ -528,6 +528,7 @@ LogLevel EventLevel(std::string_view event) {
       {ev::kDriverDeadPurged, LogLevel::kWarn},
       {ev::kWriterDropOldest, LogLevel::kWarn},
       {ev::kWriterFull, LogLevel::kWarn},
+      {ev::kApiStats, LogLevel::kInfo},
   };
   for (const auto& [name, level] : kLevels) {
     if (name == event) return level;

@@ -9,3 +9,4 @@ cmake --install "$build" --prefix "$scratch/prefix" >/dev/null
 cmake -S "$src" -B "$scratch/build" -DCMAKE_PREFIX_PATH="$scratch/prefix" >/dev/null
 cmake --build "$scratch/build" >/dev/null
 "$scratch/build/consumer"
+"$scratch/build/c_consumer"

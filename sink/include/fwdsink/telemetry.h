@@ -160,6 +160,10 @@ inline constexpr std::string_view kWriterDropOldest = "writer.drop_oldest";
 // partition (the one being sealed), reason ("full" when it starts waiting, "timeout"
 // when it gives up), wait_ms (waited so far), message. @ref LLP 0025#caps
 inline constexpr std::string_view kWriterFull = "writer.full";
+// The C API's periodic counters (fwdsink_conf_set_stats_cb). Fields: label,
+// partitions_left, counters (FWDSINK_SINK_COUNTERS), driver (FWDSINK_DRIVER_COUNTERS).
+// @ref LLP 0026#callbacks
+inline constexpr std::string_view kApiStats = "api.stats";
 }  // namespace events
 
 // One structured event. Fields that do not apply are left at their defaults (0 /
