@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Compares the built libfwdsink.so's ABI with the record in abi/ (abigail-tools).
 # Fails when the C API changed incompatibly (a function removed, a signature or an
 # exported type changed) and the SONAME is still the recorded one: either undo the

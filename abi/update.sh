@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Records the C API's ABI of a built libfwdsink.so into abi/libfwdsink.so.N.abi (N the
 # SONAME's version). Run it after a deliberate ABI change (with a SONAME bump when the
 # change is incompatible) and commit the file. @ref LLP 0026#abi

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The fwdsink demo: ~100 MB of telemetry forwarded to a throttled receiver on 127.0.0.1.
 #
 #   bash scripts/demo.sh

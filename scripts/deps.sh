@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs, with apt-get, whatever Debian packages fwdsink needs to build, test and
 # run its demo, and nothing that is already there. Used by both README commands and
 # by .ci/run. Needs root (or sudo) on Debian 12.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Formats fwdsink's C++ sources with clang-format and the repository's .clang-format.
 #
 #   scripts/format.sh           rewrites the files in place

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The README's test command: installs what is missing (apt-get), configures, builds and
 # runs every test through ctest. On a fresh Debian 12 machine as root it needs nothing else.
 #

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // WaitFor and the clocks. The real-time checks here only bound how long an abort
 // takes (generously); they never assert that a sleep lasted a given time.
 #include <doctest/doctest.h>

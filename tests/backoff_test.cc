@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DecideWait and Validate, on plain data: no clock, no sleeps.
 #include <doctest/doctest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CentralProcess: runs the reference receiver (fwdsink-central) as a child process for
 // integration tests, on 127.0.0.1 with an ephemeral port.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ChunkSource: chunker, encoder, read-ahead and split halves behind one Next().
 #include <doctest/doctest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Chunker: packing whole lines, edge sizes, torn and oversize lines, resuming, memory.
 #include <doctest/doctest.h>
 

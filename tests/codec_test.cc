@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Codec: compression names, zstd/identity round trips, context reuse, bounded decoding.
 #include <doctest/doctest.h>
 #include <zstd.h>

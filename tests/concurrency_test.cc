@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The adaptive concurrency limit on a fake clock: rises while latency-bound, falls on
 // refusals, errors and rising round trips, never leaves [1, max].
 #include "fwdsink/concurrency.h"

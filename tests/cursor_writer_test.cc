@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // CursorWriter: saves land on disk by Flush(), newest wins, errors stop the sender.
 #include <doctest/doctest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DaemonProcess: runs the `fwdsink` daemon binary (FWDSINK_DAEMON_BIN) as a child process
 // for integration tests, its stdout and stderr captured to DIR/<tag>.stdout and
 // DIR/<tag>.stderr.

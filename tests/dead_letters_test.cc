@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Dead letters: writing poison chunks and horizon partitions, listing with filters,
 // search and paging, requeue and purge.
 #include "fwdsink/dead_letters.h"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Driver ticks over a real spool directory against an in-process scripted server,
 // with the fake clock doing every wait.
 #include <doctest/doctest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Endpoint health on the fake clock: leave on failures and on long holds, stay on a
 // short Retry-After, come back after recovery, never flap faster than failback_after.
 #include "fwdsink/endpoint_health.h"

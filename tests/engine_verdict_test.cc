@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The verdict's rules beyond the status table (issue 10), as tables: ClickHouse's
 // exception codes under --profile clickhouse, and the retried statuses. No sockets.
 #include <doctest/doctest.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The sink's send loop over two endpoints: real sockets (two in-process scripted
 // servers on 127.0.0.1), the fake clock doing every wait. @ref LLP 0019
 #include <doctest/doctest.h>

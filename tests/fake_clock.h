@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // FakeClock: a manual TimeSource and Sleeper for tests and bench tools. Not installed:
 // test helpers stay out of the library's API.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The library's one file reader: RAII descriptor, one pread loop, one line-start check.
 #include <doctest/doctest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ForwardSink decisions over real sockets (an in-process scripted server on
 // 127.0.0.1) with the fake clock doing every wait: no test here sleeps for timing.
 #include <doctest/doctest.h>

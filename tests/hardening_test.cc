@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hardening rules that need no socket (LLP 0023): the header validators, the verdict's
 // "poison only when the data is the cause" rule, as tables, and the fuzz regressions.
 #include <doctest/doctest.h>

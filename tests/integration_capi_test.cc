@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C API, driven from C: runs tests/c/capi_test.c's scenarios (compiled as C99 with
 // -Wall -Wextra -Werror -pedantic, linked to libfwdsink.so) against fwdsink-central and
 // checks what the receiver stored. @ref LLP 0026#tests

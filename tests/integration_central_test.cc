@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Integration tests of the reference receiver (fwdsink-central) itself, driven with plain
 // httplib::Client requests over 127.0.0.1. The sink's own integration tests build on it,
 // so its contract (statuses, reasons, Retry-After, storage) is pinned down here.

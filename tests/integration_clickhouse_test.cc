@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fwdsink against a real engine: Debian 12's clickhouse-server (18.16), started here as
 // an ordinary process on 127.0.0.1 with a temporary config (never as a service), and
 // the `fwdsink` daemon as a process. LABEL engines. Skipped with a message when

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Real-time bounds on shutdown: the only place outside the sink's end-to-end tests
 // where a wall-clock limit is the contract (close() within 100 ms). The short sleeps
 // here let a thread reach its blocking call; the assertions bound how long the abort

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Several partitions in flight through the real driver, on real sockets against the
 // scripted server, with small real round trips (the adaptive limit measures them):
 // every row once under its own partition's keys, the limit rises while requests are

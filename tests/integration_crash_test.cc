@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Crash safety of the `fwdsink` daemon: SIGKILL it at several points while it forwards
 // to a throttled receiver, restart it each time, and check that the receiver ends up
 // with every input row exactly once (the cursor is persisted after each ack; a chunk

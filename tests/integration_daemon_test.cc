@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The `fwdsink` daemon as a process: --once exit codes, option errors, SIGTERM during a
 // long wait, and the dead-letter commands. Real processes on 127.0.0.1, bounded waits.
 #include <doctest/doctest.h>

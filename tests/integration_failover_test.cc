@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Failover end to end: the daemon with two --url, the primary fwdsink-central stopped
 // mid-run and restarted; every row arrives, and the rows stored at both are bounded by
 // the chunks in flight at each switch. @ref LLP 0019
@@ -30,37 +31,15 @@ TEST_CASE("failover: primary stopped mid-run, fallback takes over, primary taken
   const std::uint64_t rows = GenerateSpool(dir, spool, "4m", "6");
   REQUIRE(rows > 10000);
 
-  DaemonProcess daemon(dir, "daemon",
-                       {"forward",
-                        "--spool",
-                        spool.string(),
-                        "--url",
-                        Url(primary_port),
-                        "--url",
-                        Url(fallback.port()),
-                        "--chunk-bytes",
-                        "16k",
-                        "--ladder",
-                        "0.1",
-                        "--jitter",
-                        "0",
-                        "--poll",
-                        "0.1",
-                        "--failover-after",
-                        "1",
-                        "--failback-after",
-                        "1",
-                        "--connect-timeout",
-                        "1",
-                        "--read-timeout",
-                        "2",
-                        "--log-json",
-                        "--stats-interval",
-                        "0.5",
-                        // One sender, so that a switch has one chunk in flight (the
-                        // bound below); several senders: failover_sink_test, lb test.
-                        "--concurrency",
-                        "1"});
+  DaemonProcess daemon(
+      dir, "daemon",
+      {"forward", "--spool", spool.string(), "--url", Url(primary_port), "--url",
+       Url(fallback.port()), "--chunk-bytes", "16k", "--ladder", "0.1", "--jitter", "0", "--poll",
+       "0.1", "--failover-after", "1", "--failback-after", "1", "--connect-timeout", "1",
+       "--read-timeout", "2", "--log-json", "--stats-interval", "0.5",
+       // One sender, so that a switch has one chunk in flight (the
+       // bound below); several senders: failover_sink_test, lb test.
+       "--concurrency", "1"});
   REQUIRE(daemon.started());
 
   // Stop the primary once it holds a fifth of the rows.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Fault injection in the spool's system calls (LLP 0023#fault-injection): each
 // open, write, fsync and rename in the cursor (state/) and dead-letter (dead/) paths
 // is made to fail in turn by an LD_PRELOAD shim (tests/fault/fault_shim.cc); the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ForwardSink end to end: the real sink on the real clock against the reference receiver
 // (fwdsink-central) as a separate process on 127.0.0.1. The unit counterpart with a fake
 // clock is forward_sink_test.cc; here the waits really happen, so they are kept short

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Hardening (issue 13, LLP 0023): one test per case an attacker or an unlucky operator
 // found, each against the real daemon on real sockets, each with a twin that must not
 // fire. Small real waits only; no timing is asserted beyond "did not hang".

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Behind a real load balancer: nginx round-robin over two fwdsink-central processes
 // with proxy_next_upstream; one backend killed mid-run. Every row arrives at least
 // once across the two; the rows stored at both are bounded by the chunks in flight

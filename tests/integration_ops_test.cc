@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Operating the daemon (LLP 0025), as processes on 127.0.0.1: /metrics parsed by the
 // prometheus_client parser with values that move as rows are sent, /healthz and
 // /readyz, the sd_notify messages on a fake NOTIFY_SOCKET in order, `fwdsink status`

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Pacing end to end: the real sink on the real clock against fwdsink-central's byte
 // bucket, with and without --ratelimit-headers. No timing assertions (LLP 0030 has the
 // figures): every row arrives exactly once, refusals are few, and the pacer says where

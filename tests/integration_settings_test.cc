@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The daemon as an operator runs it (issue 11): settings from a --config file, FWDSINK_*
 // variables and flags with their precedence and their errors, --print-config with
 // secrets redacted, --log-level, and SIGHUP under load. Real processes on 127.0.0.1.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ForwardSink over HTTPS against the reference receiver: a trusted chain is delivered; an
 // untrusted CA or a certificate for another host name fails as kTlsError before a single
 // request reaches the server. Certificates are generated at test time with the openssl

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LoopWatch (the daemon's watchdog rule, examples/fwdsink/notify.cc): the watchdog is
 // petted while the loop moves or sits in a bounded backoff wait, and not once it has
 // stood still past the stall limit. Pure: the test passes the times.

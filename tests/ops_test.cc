@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Operations (LLP 0025): the Prometheus text writer, the latency histogram, the
 // dead-letter caps (by age and by bytes, on the fake clock, and through a driver tick),
 // SpoolWriter's max_ready_bytes with both when_full policies, and the spool's usage.

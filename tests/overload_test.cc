@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // OverloadLevel and EndpointGate: pure bookkeeping, checked step by step.
 #include <doctest/doctest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // EndpointPacer on the fake clock: unthrottled it never waits; it honours an advertised
 // quota; it falls on a refusal, rises while accepted, converges on a token bucket,
 // forgets when refusals stop; off means off.

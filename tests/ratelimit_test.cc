@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Advertised quotas: one test per class of input, named for the case (as
 // retry_after_test.cc), over RateLimit-Policy / RateLimit (structured fields and the
 // older syntax), RateLimit-Limit/-Remaining/-Reset and X-RateLimit-*.

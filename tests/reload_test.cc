@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Credentials published while a sink runs (the daemon's SIGHUP, fwdsink/credentials.h):
 // taken before the next chunk, never between the re-sends of one chunk; the token is
 // asked for afresh; an unsafe set is not taken. Real sockets to an in-process server,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Correct requests for any server (issue 10): the URL classes ParseEndpoint accepts and
 // refuses, redaction, header checks, Basic auth, gzip, and the daemon's request flags;
 // then the wire itself, over real sockets to an in-process server.

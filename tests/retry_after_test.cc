@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // ParseRetryAfter: one test per class of input, named for the case (RFC 9110 §10.2.3).
 #include <doctest/doctest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A tiny in-process HTTP server on 127.0.0.1 that answers from a script and records
 // every request: real sockets for the forward sink's unit tests, with the fake clock
 // doing the waiting. (Integration tests use the fwdsink-central receiver instead.)

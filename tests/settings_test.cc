@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The settings table (fwdsink/settings.h): precedence by source, errors that name the
 // source and the key, the TOML file, the FWDSINK_* environment, redaction.
 #include "fwdsink/settings.h"

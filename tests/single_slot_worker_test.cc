@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SingleSlotWorker: one job at a time, a newer queued job replaces an older one.
 #include <doctest/doctest.h>
 

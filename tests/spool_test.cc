@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Spool: ready partitions, the persisted cursor, failure history, delivery.
 #include "fwdsink/spool.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SpoolWriter: rows in, sealed partitions out, rolled by size and by age.
 #include "fwdsink/spool_writer.h"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Status and Result<T>: the guarantees of absl::StatusOr, on plain values.
 #include <doctest/doctest.h>
 #include <sys/wait.h>

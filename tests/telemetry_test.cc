@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Telemetry: the one JSON writer (invalid UTF-8 replaced, valid UTF-8 untouched, fields
 // in order) and the counters generated from their one list (snapshot, JSON, visitor).
 #include "fwdsink/telemetry.h"

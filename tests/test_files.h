@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // File helpers shared by the tests that work on real folders (spool, dead letters, spool
 // writer, chunker, forward sink, driver, the daemon): a fresh scratch folder per test and
 // whole-file reads and writes.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // FormatRfc3339: the one timestamp formatter of the library (records, daemon lines).
 #include <doctest/doctest.h>
 

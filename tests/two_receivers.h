@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Helpers for the failover tests: a daemon forwarding to two fwdsink-central receivers
 // (directly, or behind a load balancer), and the checks across the two.
 //

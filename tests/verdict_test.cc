@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The verdict, as a table: every status class and header combination, no sockets.
 #include <doctest/doctest.h>
 

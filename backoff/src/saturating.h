@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Private arithmetic helpers of the backoff and sink libraries (not installed).
 #pragma once
 

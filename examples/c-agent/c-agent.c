@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* c-agent: a tiny telemetry agent in C. It samples the load average into NDJSON rows,
  * writes them into a spool with fwdsink's writer (sealing a partition every 100 rows
  * or 5 s), and forwards the spool with fwdsink_start() until SIGTERM or SIGINT, when

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fwdsink-central: the reference ingest receiver. See LLP/0011-reference-receiver.md and
 // `fwdsink-central --help`.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Command-line options of fwdsink-central, the reference ingest receiver.
 //
 // Parsing is pure (no I/O beyond what the caller prints), so a bad flag is reported with

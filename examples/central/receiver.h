@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The ingest logic of fwdsink-central: authentication, fault injection, dedupe, the
 // byte-rate token bucket, decoding, row validation, storage, stats and the request log.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* write_fwdsink: a collectd write plugin that hands every value list to fwdsink.
  *
  * Each value list becomes one NDJSON row (the fields of collectd's own JSON format:

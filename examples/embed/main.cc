@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The shortest useful embedding: forward one spool until SIGINT/SIGTERM.
 //   fwdsink-embed SPOOL_DIR URL
 #include <fwdsink/driver.h>

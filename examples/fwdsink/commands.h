@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The daemon's sub-commands. Each runs on the main thread and returns the process exit
 // code (see options.h); none throws for operational failures.
 #pragma once

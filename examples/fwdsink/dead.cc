@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `fwdsink dead list|requeue|purge`: the operator's view of SPOOL/dead.
 #include <chrono>
 #include <ctime>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `fwdsink forward`: runs a fwdsink::Driver over one spool until a signal (or one pass
 // with --once), with a progress line on a terminal and JSON log lines otherwise.
 //

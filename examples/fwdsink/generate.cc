@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `fwdsink generate`: realistic telemetry rows for demos, tests and benchmarks.
 //
 // Rows look like a web service's request log: enough variety (hosts, services, paths,

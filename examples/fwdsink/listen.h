@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Parsing --metrics-listen: the library's ParseListenAddress (the settings table checks
 // the key with it), named as the daemon's metrics server uses it. @ref LLP 0025#metrics
 #pragma once

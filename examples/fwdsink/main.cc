@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fwdsink: the command-line daemon. Dispatches to a sub-command; see options.h for the
 // flags and exit codes, LLP/0022-daemon.md for the decisions behind them.
 #include <iostream>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The daemon's metrics and health endpoints (--metrics-listen): GET /metrics in the
 // Prometheus text format, GET /healthz and GET /readyz. @ref LLP 0025#metrics
 #pragma once

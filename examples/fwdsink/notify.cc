@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "notify.h"
 
 #include <systemd/sd-daemon.h>
@@ -40,9 +41,9 @@ LoopSample SampleLoop(const fwdsink::Driver& d) {
   const fwdsink::CountersSnapshot c = d.sink_counters();  // every sender's, summed
   // With several senders: sending if any sends, else waiting until the latest wait ends.
   using Phase = fwdsink::ForwardSink::State::Phase;
-  LoopSample sample{.progress = d.counters().ticks.load(std::memory_order_relaxed) +
-                                c.chunks_sent + c.transport_errors + c.waits + c.gate_waits +
-                                c.pacer_waits + c.respools,
+  LoopSample sample{.progress = d.counters().ticks.load(std::memory_order_relaxed) + c.chunks_sent +
+                                c.transport_errors + c.waits + c.gate_waits + c.pacer_waits +
+                                c.respools,
                     .phase = Phase::kIdle,
                     .wait_until = {}};
   for (const auto& state : d.sender_states()) {

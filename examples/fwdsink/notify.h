@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // systemd integration for `fwdsink forward`: sd_notify READY=1 / STOPPING=1 / STATUS= /
 // WATCHDOG=1 through libsystemd. A no-op outside systemd (no NOTIFY_SOCKET).
 // @ref LLP 0025#systemd

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Command-line parsing for the `fwdsink` daemon: pure functions from argv to plain
 // config structs, so a bad flag is reported with a message naming it and exit 64
 // (EX_USAGE) before anything touches the spool or the network.

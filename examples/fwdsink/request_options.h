@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The daemon's request options (issue 10): extra headers, secrets read from files,
 // Basic auth, mTLS, the proxy from the environment. The functions moved into the
 // library (fwdsink/settings.h) so that the C API reads the files the same way; these

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `fwdsink status --spool DIR [--json]`: one screen for an operator without metrics —
 // the backlog, each partition's cursor and failure state, dead letters by reason, the
 // last error recorded. Read-only: it takes no lock and writes nothing, so it runs beside

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The C API (fwdsink/fwdsink.h) over the C++ library: the settings table, the Driver
 // and the SpoolWriter behind opaque handles. @ref LLP 0026#c-api
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The chunks of one partition, ready to send. Internal to the sink.
 #pragma once
 

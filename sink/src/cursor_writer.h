@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Persists forward cursors off the sending thread. Internal to the driver.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Spool's dead-letter operations. @ref LLP 0020#dead-letters
 #include <fcntl.h>
 #include <sys/stat.h>

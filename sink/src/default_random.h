@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The default jitter source. Internal to the sink (not installed).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The verdict's rules beyond the status table (declared in verdict.h): engine profiles
 // (ClickHouse's exception codes) and the statuses retried in place. Pure, like
 // Classify. @ref LLP 0017#profiles

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Private: the library's one way to read a file at an offset. An owned descriptor
 // (UniqueFd), one pread(2) loop with one EINTR policy (ReadFullAt), and the one
 // "offset is at a line start" check. Not installed. @ref LLP 0020#reads

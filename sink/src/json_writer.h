@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one JSON dump rule for fwdsink's own output (internal; not installed).
 #pragma once
 

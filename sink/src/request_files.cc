@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The request secrets read from files (header files, the Basic-auth file, the bearer
 // token file) and the proxy from the environment: moved from the daemon into the
 // library so that every embedder (the C API too) reads them the same way.

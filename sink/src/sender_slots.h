@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The driver's slots for requests in flight to one endpoint. Internal to the driver.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The settings table and Settings::Set/Build/Describe. @ref LLP 0024
 //
 // Each row pairs the public SettingInfo with an `apply` function that parses one value

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Settings::LoadFile: the daemon's --config file, TOML parsed by toml++ (Debian's
 // libtomlplusplus-dev), used header-only and in this file only, so neither the
 // installed package nor the C API's shared library depends on a toml++ library at run

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A thread that runs one job at a time, with one queue slot. Internal to the sink.
 #pragma once
 

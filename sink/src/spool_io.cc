@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #include "spool_io.h"
 
 #include "file_reader.h"

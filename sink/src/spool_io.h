@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Private file helpers shared by the spool, its writer and the dead letters: durable
 // atomic file replacement (temp, fsync, rename, fsync dir), CRC32, time formatting.
 // Stateless functions plus TempFile, which one thread owns at a time.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The spool's on-disk record readers, reachable from tests and fuzz targets
 // (tests/fuzz/, LLP 0023#fuzzing). Internal to the sink (not installed). Pure: no I/O.
 #pragma once

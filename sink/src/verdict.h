@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The verdict: what one attempt to send a chunk means, decided apart from what is done
 // about it. Internal to the sink (not installed).
 #pragma once

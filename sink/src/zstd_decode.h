@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bounded zstd decoding: private to the library, its tests and tools (not installed).
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fwdsink-bench-gen: writes realistic telemetry NDJSON for the benchmarks, deterministic
 // for a given seed, fast enough to make a 1 GiB file in a few seconds.
 //

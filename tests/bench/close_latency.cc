@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fwdsink-bench-close: measures ForwardSink::Close() latency in the three states where a
 // slow close would hurt (DESIGN.md: "close() returns within 100 ms in every state"):
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // A userspace TCP delay proxy for the WAN-latency benchmarks (this kernel has no
 // netem): every byte is held for --delay-ms in each direction, so a request/response
 // sees 2 x delay of added round trip. Bandwidth is not limited: each direction reads

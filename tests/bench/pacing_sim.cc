@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // fwdsink-bench-pacing-sim: senders against a simulated token-bucket server, on a
 // simulated clock, with the real policy (DecideWait, jitter), gate (EndpointGate),
 // pacer (EndpointPacer) and driver pause ladder (OverloadLevel). Figure "herd" of

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The benchmark harness (LLP 0030): measures fwdsink against its baselines, in one run,
 # and prints a table: figure | measured | baseline | ratio | target | met?
 #

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the built fwdsink into a scratch prefix and builds examples/c-agent against
 # it with its own Makefile and pkg-config alone (fwdsink.pc, and fwdsink-static.pc for a
 # static link); then runs the shared-library build against fwdsink-central, stops it

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs Debian's collectd in the foreground with write_fwdsink and the cpu, memory and
 # load plugins at Interval 1 against fwdsink-central for ~10 s, then stops it with
 # SIGTERM and checks: rows arrived; collectd stopped promptly; after a restart, every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An LD_PRELOAD shim that makes one system call of the spool fail, for the
 // fault-injection matrix (tests/integration_fault_test.cc, LLP 0023#fault-injection).
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* Builds against the installed fwdsink::shared (libfwdsink.so.0); exits 0 when the C
  * API links and answers. */
 #include <fwdsink/fwdsink.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Builds against the installed headers and library; exits 0 when the API links.
 #include <fwdsink/backoff.h>
 #include <fwdsink/forward_sink.h>

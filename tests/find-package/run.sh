@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the built fwdsink into a scratch prefix and builds + runs the consumer
 # project against it. Usage: run.sh BUILD_DIR SCRATCH_DIR
 set -euo pipefail

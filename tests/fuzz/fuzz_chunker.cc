@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer: the chunker over arbitrary file contents, with small chunks. Chunks are
 // contiguous, end at a '\n', stay within the limits; split halves rebuild the chunk.
 #include <stdlib.h>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer: the cursor record reader; a record it accepts formats back to itself.
 #include <cstddef>
 #include <cstdint>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer: the dead-letter record (index) reader.
 #include <cstddef>
 #include <cstdint>

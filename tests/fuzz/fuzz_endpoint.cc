@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer: ParseEndpoint; what it accepts has a host, a port in range and a path
 // starting with '/' free of spaces and control characters.
 #include <cstddef>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer: the error-body reason extractor on hostile, truncated bodies.
 #include <cstddef>
 #include <cstdint>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer: a value ValidateHeaderValue accepts can never split a header line.
 #include <cstddef>
 #include <cstdint>

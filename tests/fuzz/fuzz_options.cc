@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer: the daemon's option parsers (forward, dead, generate) and its duration and
 // size parsers. The input is split at NUL bytes into arguments.
 #include <cstddef>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer: the rate-limit header parsers (LLP 0016#advertised) never crash and never
 // return a quota that could make a sender spin: every policy has a positive quota and
 // window, every window or reset is at most a day, an advertised rate is positive and

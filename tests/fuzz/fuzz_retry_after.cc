@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer: ParseRetryAfter never crashes, and a value it returns is never negative.
 #include <cstddef>
 #include <cstdint>

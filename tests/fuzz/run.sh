@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs libFuzzer targets from a fuzz build (see tests/fuzz/CMakeLists.txt).
 #
 #   tests/fuzz/run.sh BUILD_DIR SECONDS [TARGET...]     (default: every target)

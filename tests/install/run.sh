@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Installs the built tree into a scratch prefix and runs the installed binaries as an
 # operator would: `fwdsink --version`, `fwdsink-central --version`, the LICENSE, and a
 # --help that names every settings key. Usage: run.sh BUILD_DIR SCRATCH_DIR

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // An abortable pause, shaped like absl::Notification::WaitForNotificationWithTimeout.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Backpressure policy as plain data, and the decision "wait how long, or give up".
 //
 // No sockets, no clocks: DecideWait is a pure function of the policy, the attempt

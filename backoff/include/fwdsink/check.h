@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Preconditions as code: FWDSINK_CHECK always runs; FWDSINK_DCHECK runs in debug and
 // sanitizer builds (FWDSINK_DCHECK_IS_ON, set by CMake) and compiles to nothing else.
 //

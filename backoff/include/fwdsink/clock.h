@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Time sources and sleepers, injected everywhere fwdsink needs "now" or a pause.
 //
 // Monotonic time is for intervals, budgets and deadlines; system (wall) time is used

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Adaptive concurrency: how many requests to one endpoint may be in flight at once.
 // @ref LLP 0018#limit
 #pragma once

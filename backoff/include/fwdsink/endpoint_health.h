@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Endpoint health: which of several endpoints (a primary and its fallbacks) the next
 // request goes to, when to leave one and when to take the primary back.
 #pragma once

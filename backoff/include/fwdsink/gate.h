@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One backoff per resource: a gate shared by every sender to one endpoint.
 #pragma once
 

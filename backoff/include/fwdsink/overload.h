@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The driver's overload level: how far to stretch the pause between ticks.
 #pragma once
 

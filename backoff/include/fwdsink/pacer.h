@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Proactive pacing: one pacer per endpoint decides when the next request may go, so
 // refusals stay rare. @ref LLP 0016#pacer
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Parsing of advertised rate-limit quotas: the IETF RateLimit header fields
 // (draft-ietf-httpapi-ratelimit-headers, both the structured-field syntax and the older
 // one) and the common X-RateLimit-* fields. Pure: no clock but the one passed in.

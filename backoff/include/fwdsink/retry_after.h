@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Parsing of the HTTP Retry-After header (RFC 9110 §10.2.3).
 #pragma once
 

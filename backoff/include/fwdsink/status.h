@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One result type for the whole library: Status (a code, the field concerned, a
 // sentence) and Result<T> (a value or the Status saying why there is none).
 //

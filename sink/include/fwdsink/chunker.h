@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Chunker: streams a sealed NDJSON partition, from a byte offset, as chunks of whole lines.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Codec: Content-Encoding of chunk bodies (zstd, gzip or identity), and bounded zstd decoding.
 #pragma once
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Request credentials that may change while a sink runs: the extra headers and the Basic
 // Authorization value, re-read from their files when the daemon gets SIGHUP.
 // @ref LLP 0024#reload

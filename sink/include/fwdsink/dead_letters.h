@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Dead letters: poisoned chunks and partitions that ran past their give-up horizon,
 // kept in SPOOL/dead/ for an operator to list, search, requeue or purge.
 // The operations live on fwdsink::Spool (spool.h); this header holds their types.

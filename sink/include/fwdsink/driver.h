@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The driver: forwards a spool's ready partitions, tick after tick, until closed.
 #pragma once
 

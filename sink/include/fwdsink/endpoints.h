@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Several endpoints: a primary and its fallbacks, each with what its senders share.
 #pragma once
 

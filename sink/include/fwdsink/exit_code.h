@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What one pass of the driver means as a process exit code (sysexits(3)): the codes of
 // `fwdsink forward --once`, shared by the daemon and the C API's fwdsink_run_once().
 // @ref LLP 0022#exit-codes

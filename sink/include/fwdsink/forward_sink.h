@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The forward sink: streams one NDJSON partition to the ingest endpoint, chunk by
 // chunk, retrying the same chunk in place under backpressure.
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /* fwdsink's C API: forward a spool's NDJSON partitions to an HTTP(S) ingest endpoint,
  * and write partitions into a spool, from C (C99) or any language that calls C.
  *

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // LatencyHistogram: request latency in fixed buckets, for the Prometheus histogram
 // fwdsink_request_duration_seconds. @ref LLP 0025#metrics
 #pragma once

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Checks for HTTP header names and values that come from outside (a token file, a
 // header file, a flag): a value with CR, LF or NUL would let whoever wrote it inject
 // headers or a second request, so such a value is a configuration error, never sent.

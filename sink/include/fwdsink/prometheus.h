@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The Prometheus text exposition format (version 0.0.4), written from the counter lists
 // of telemetry.h and from gauges a daemon computes. @ref LLP 0025#metrics
 #pragma once

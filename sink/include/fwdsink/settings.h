@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One table of settings for everything that configures a forwarding daemon: every
 // key, its value shape, its help line, whether it is secret. The `fwdsink` daemon's
 // flags, its config file (TOML), its FWDSINK_<KEY> environment variables and the C

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The spool directory: sealed partitions waiting to be forwarded, their persisted
 // cursors, and the dead-letter area. File I/O only; no HTTP.
 //

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // What a spool holds, measured from outside: for metrics, the stats line and
 // `fwdsink status`. Read-only: no lock is taken, nothing is written, so it works while
 // a daemon forwards the spool. @ref LLP 0025#status

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SpoolWriter: how a producer hands rows to the forwarder. Rows are appended to an
 // open partition in SPOOL/incoming/, which is sealed (fsync + atomic rename into
 // SPOOL/ready/ + fsync of the folder) when it reaches a size or an age.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Structured events and counters: what the sink is doing, in the middle of an incident.
 #pragma once
 
@@ -311,7 +312,7 @@ class JsonObject {
   GAUGE(concurrency_limit, "Partitions allowed in flight now (the adaptive limit).")             \
   GAUGE(senders_busy, "Senders holding a partition now.")                                        \
   COUNTER(concurrency_increases, "Rises of the concurrency limit (latency-bound).")              \
-  COUNTER(concurrency_decreases, "Falls of the concurrency limit (refusals, errors, RTT).") \
+  COUNTER(concurrency_decreases, "Falls of the concurrency limit (refusals, errors, RTT).")      \
   COUNTER(dead_purged, "Dead letters deleted by the dead-letter caps, oldest first.")            \
   COUNTER(dead_purged_bytes, "Bytes of the dead letters deleted by the caps.")
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Timestamps as the library writes them (dead-letter records, event lines): RFC 3339
 // in UTC. Pure functions; safe from any thread.
 #pragma once

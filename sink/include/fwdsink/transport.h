@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The HTTP(S) transport: one keep-alive connection to one endpoint, with bounded
 // reading of response bodies and an abort that works from any thread.
 #pragma once

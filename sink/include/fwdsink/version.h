@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The library's version and the versions of the libraries it is built with, for
 // `fwdsink --version`, the User-Agent and bug reports. Pure functions, any thread.
 #pragma once
