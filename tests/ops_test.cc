@@ -99,6 +99,28 @@ TEST_CASE("Prometheus text: escaping, values, names in base units") {
                  "\"byte_rate\"} 3\n") != std::string::npos);
     CHECK(t.find("wait_ms") == std::string::npos);
   }
+  SUBCASE("several endpoints: one family per counter, one sample per target") {
+    fwdsink::PrometheusText page(fwdsink::MetricLabels{{"endpoint", "http://a/in"}});
+    fwdsink::EndpointCountersSnapshot a, b;
+    a.chunks_acked = 3;
+    b.chunks_acked = 5;
+    page.EndpointCounterLists("fwdsink_endpoint_",
+                              {{"http://u:pw@a/in", a}, {"https://b:8443/in?k=v", b}});
+    const std::string& t = page.text();
+    CHECK(t.find("# TYPE fwdsink_endpoint_chunks_acked_total counter\n"
+                 "fwdsink_endpoint_chunks_acked_total{endpoint=\"http://a/in\",target=\"http://"
+                 "a/in\"} 3\n"
+                 "fwdsink_endpoint_chunks_acked_total{endpoint=\"http://a/in\",target=\"https://"
+                 "b:8443/in\"} 5\n") != std::string::npos);
+    // Once per family, not once per endpoint.
+    std::size_t types = 0;
+    for (auto at = t.find("# TYPE fwdsink_endpoint_chunks_acked_total"); at != std::string::npos;
+         at = t.find("# TYPE fwdsink_endpoint_chunks_acked_total", at + 1)) {
+      ++types;
+    }
+    CHECK(types == 1);
+    CHECK(t.find("pw") == std::string::npos);  // no credentials in a label
+  }
 }
 
 TEST_CASE("LatencyHistogram counts cumulatively, +Inf holds everything") {

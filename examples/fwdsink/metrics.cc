@@ -7,6 +7,7 @@
 #include <httplib.h>
 #include <chrono>
 
+#include "fwdsink/endpoints.h"
 #include "fwdsink/prometheus.h"
 
 namespace fwdsink_cli {
@@ -101,6 +102,13 @@ std::string MetricsPage(const MetricsSources& s) {
   const fwdsink::Driver& d = *s.driver;
   page.CounterList("fwdsink_sink_", d.sink_counters());  // every sender's, summed
   page.CounterList("fwdsink_driver_", fwdsink::Snapshot(d.counters()));
+  // Each endpoint's own counts, labelled by target (several --url). @ref LLP 0019
+  const fwdsink::Endpoints& eps = d.sink().endpoints();
+  std::vector<std::pair<std::string, fwdsink::EndpointCountersSnapshot>> per_endpoint;
+  for (std::size_t i = 0; i < eps.size(); ++i) {
+    per_endpoint.emplace_back(eps.at(i).url, fwdsink::Snapshot(eps.at(i).counters));
+  }
+  page.EndpointCounterLists("fwdsink_endpoint_", per_endpoint);
   SpoolGauges(page, s);
   WaitGauge(page, d);
   if (s.latency) {

@@ -168,4 +168,24 @@ void PrometheusText::CounterList(std::string_view prefix, const DriverCountersSn
   ForEachCounter(s, [&](const CounterField& f) { Field(prefix, f); });
 }
 
+void PrometheusText::EndpointCounterLists(
+    std::string_view prefix,
+    const std::vector<std::pair<std::string, EndpointCountersSnapshot>>& endpoints) {
+  if (endpoints.empty()) return;
+  // Every snapshot lists the same fields in the same order: collect them once each.
+  std::vector<std::vector<CounterField>> fields(endpoints.size());
+  for (std::size_t e = 0; e < endpoints.size(); ++e) {
+    ForEachCounter(endpoints[e].second, [&](const CounterField& f) { fields[e].push_back(f); });
+  }
+  for (std::size_t i = 0; i < fields.front().size(); ++i) {
+    const CounterField& first = fields.front()[i];
+    const ExportedName name = ExportedNameFor(prefix, first);
+    Family(name.name, first.kind == CounterKind::kCounter ? "counter" : "gauge", first.help);
+    for (std::size_t e = 0; e < endpoints.size(); ++e) {
+      Sample(name.name, static_cast<double>(fields[e][i].value) * name.scale,
+             {{"target", EndpointLabel(endpoints[e].first)}});
+    }
+  }
+}
+
 }  // namespace fwdsink

@@ -5,6 +5,7 @@
 
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "fwdsink/histogram.h"
@@ -59,6 +60,12 @@ class PrometheusText {
   // One family per entry of the list, named by ExportedNameFor(prefix, entry).
   void CounterList(std::string_view prefix, const CountersSnapshot& s);
   void CounterList(std::string_view prefix, const DriverCountersSnapshot& s);
+  // Several endpoints (LLP 0019): one family per entry of FWDSINK_ENDPOINT_COUNTERS, one
+  // sample per endpoint, labelled target=<EndpointLabel of its URL> (the common
+  // `endpoint` label stays the primary's). @ref LLP 0025#names
+  void EndpointCounterLists(
+      std::string_view prefix,
+      const std::vector<std::pair<std::string, EndpointCountersSnapshot>>& endpoints);
 
   // Returns the page.
   [[nodiscard]] const std::string& text() const noexcept { return out_; }
