@@ -177,7 +177,7 @@ void EndpointPacer::Forget(MonotonicTime now) {
       lane->advertised.reset();
     }
     if (lane->learned && now - last_refusal_ > policy_.forget_after) {
-      // @ref LLP 0016#forgetting — quiet for long enough: no limit, until refused again.
+      // @ref LLP 0016#controller — quiet for long enough: no limit, until refused again.
       lane->learned.reset();
       lane->slow_start = false;
       lane->accepted_since_start = 0;

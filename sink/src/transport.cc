@@ -224,7 +224,7 @@ class HttplibTransport final : public HttpTransport {
         client_.set_ca_cert_path(opt_.ca_file, opt_.ca_dir);
       }
     }
-    // @ref LLP 0017#proxy — cpp-httplib tunnels https with CONNECT and sends http in
+    // @ref LLP 0017#request-options — cpp-httplib tunnels https with CONNECT and sends http in
     // absolute form.
     if (proxy) {
       client_.set_proxy(proxy->host, proxy->port);

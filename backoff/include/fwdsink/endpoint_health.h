@@ -14,7 +14,7 @@
 
 namespace fwdsink {
 
-// When to leave an endpoint and when to come back. Plain data. @ref LLP 0019#policy
+// When to leave an endpoint and when to come back. Plain data. @ref LLP 0019#leave
 struct FailoverPolicy {
   // Consecutive failures (transport errors, 5xx, a 503 without a usable Retry-After)
   // after which the endpoint in use is left. With the default ladder (30 s, 60 s, ...)
