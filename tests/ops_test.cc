@@ -348,6 +348,7 @@ TEST_CASE("SpoolWriter max_ready_bytes, when_full = drop_oldest") {
 TEST_CASE("MeasureSpool: backlog and dead letters; last_error round trip") {
   const fs::path dir = FreshDir(kSuite, "usage");
   CHECK(fwdsink::MeasureSpool(dir).status().code() == fwdsink::StatusCode::kNotFound);
+  CHECK(fwdsink::CountReadyPartitions(dir) == 0);  // no ready/: nothing, no error
   auto spool = fwdsink::Spool::Open(dir);
   REQUIRE(spool.ok());
   WriteFile(spool->PartitionPath("20261130T090000.000Z-7-00000001"), kRows);
@@ -355,6 +356,7 @@ TEST_CASE("MeasureSpool: backlog and dead letters; last_error round trip") {
   auto u = fwdsink::MeasureSpool(dir);
   REQUIRE(u.ok());
   CHECK(u->ready_partitions == 1);
+  CHECK(fwdsink::CountReadyPartitions(dir) == 1);  // the same filter: no dotfile
   CHECK(u->ready_bytes == kRows.size());
   CHECK(u->oldest_ready.has_value());
   CHECK(u->dead_letters == 0);

@@ -35,6 +35,7 @@
 #include "fwdsink/exit_code.h"
 #include "fwdsink/http_header.h"
 #include "fwdsink/settings.h"
+#include "fwdsink/spool_stats.h"
 #include "fwdsink/telemetry.h"
 #include "fwdsink/time_format.h"
 #include "fwdsink/transport.h"
@@ -185,17 +186,6 @@ class Output {
   std::string problem_;  // guarded by mu_
 };
 
-std::uint64_t CountReady(const std::filesystem::path& spool) {
-  std::uint64_t n = 0;
-  std::error_code ec;
-  for (std::filesystem::directory_iterator it(spool / "ready", ec), end; !ec && it != end;
-       it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (!name.starts_with(".") && name.ends_with(".ndjson")) ++n;
-  }
-  return n;
-}
-
 // The daemon.stats / daemon.exit object: both counter sets come from their one list
 // in fwdsink/telemetry.h. Rates are whole numbers (rounded as printf's %.0f did).
 fwdsink::JsonObject StatsJson(std::string_view event, const fwdsink::Driver& d, std::uint64_t left,
@@ -340,7 +330,7 @@ class Reporter {
       const auto bytes = sum.bytes_acked;
       const double rps = secs > 0 ? static_cast<double>(rows - rows0) / secs : 0;
       const double bps = secs > 0 ? static_cast<double>(bytes - bytes0) / secs : 0;
-      const std::uint64_t left = CountReady(spool_);
+      const std::uint64_t left = fwdsink::CountReadyPartitions(spool_);
       if (out_.progress()) {
         std::string line = ProgressLine(driver_, left, rps, bps);
         if (const std::string problem = out_.Problem(rows > rows0); !problem.empty()) {
@@ -523,7 +513,7 @@ int RunForward(const ForwardConfig& config) {
   ServiceNotifier notifier;
   LoopWatch watch(StallLimit(config.driver));
   const auto status_line = [&driver, &config] {
-    return ProgressLine(*driver, CountReady(config.driver.spool_dir), 0, 0);
+    return ProgressLine(*driver, fwdsink::CountReadyPartitions(config.driver.spool_dir), 0, 0);
   };
   notifier.Ready(status_line());
   notifier.Start([&] { return watch.Healthy(SampleLoop(*driver), Clock::now()); }, status_line,
@@ -569,8 +559,9 @@ int RunForward(const ForwardConfig& config) {
   if (metrics) metrics->Stop();
   out.EndProgress();
 
-  fwdsink::JsonObject exit_line = StatsJson(fwdsink::events::kDaemonExit, *driver,
-                                            CountReady(config.driver.spool_dir), 0, 0, ops);
+  fwdsink::JsonObject exit_line =
+      StatsJson(fwdsink::events::kDaemonExit, *driver,
+                fwdsink::CountReadyPartitions(config.driver.spool_dir), 0, 0, ops);
   exit_line.Add("exit_code", code).Add("why", why);
   if (const int sig = stop_signal.load()) exit_line.Add("signal", sig);
   out.Json(exit_line, fwdsink::EventLevel(fwdsink::events::kDaemonExit), true);

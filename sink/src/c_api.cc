@@ -30,6 +30,7 @@
 #include "fwdsink/driver.h"
 #include "fwdsink/exit_code.h"
 #include "fwdsink/settings.h"
+#include "fwdsink/spool_stats.h"
 #include "fwdsink/spool_writer.h"
 #include "fwdsink/telemetry.h"
 #include "fwdsink/time_format.h"
@@ -104,23 +105,27 @@ std::thread StartThreadMasked(Fn fn) {
   }
 }
 
+// Runs `op` (which returns a Status) behind the C boundary: 0 when it is OK, else -1
+// with its message (or the exception's) in errstr.
+template <class Op>
+int StatusCall(char* errstr, size_t errlen, Op&& op) {
+  try {
+    const fwdsink::Status s = op();
+    if (s.ok()) return 0;
+    WriteError(errstr, errlen, s.ToString());
+    return -1;
+  } catch (...) {
+    WriteError(errstr, errlen, Describe(std::current_exception()));
+    return -1;
+  }
+}
+
 // Returns the table's key for `key`. Issue 12 names the spool's key "spool_dir" (as
 // DriverOptions does); while the table calls it "spool", both are accepted here.
 // @ref LLP 0026#conf
 std::string_view TableKey(std::string_view key) {
   if (key == "spool_dir" && fwdsink::FindSetting(key) == nullptr) return "spool";
   return key;
-}
-
-std::uint64_t CountReady(const std::filesystem::path& spool) {
-  std::uint64_t n = 0;
-  std::error_code ec;
-  for (std::filesystem::directory_iterator it(spool / "ready", ec), end; !ec && it != end;
-       it.increment(ec)) {
-    const std::string name = it->path().filename().string();
-    if (!name.starts_with(".") && name.ends_with(".ndjson")) ++n;
-  }
-  return n;
 }
 
 // The objects behind the handles. The handles' own structs (fwdsink_conf_s, ...) are
@@ -173,7 +178,7 @@ struct Forwarder {
     s.Add("ts", NowIso8601())
         .Add("event", fwdsink::events::kApiStats)
         .Add("label", driver->sink().options().label)
-        .Add("partitions_left", CountReady(spool_dir))
+        .Add("partitions_left", fwdsink::CountReadyPartitions(spool_dir))
         .Add("counters", fwdsink::ToJsonObject(fwdsink::Snapshot(driver->sink().counters())))
         .Add("driver", fwdsink::ToJsonObject(fwdsink::Snapshot(driver->counters())));
     return s.Dump();
@@ -417,16 +422,9 @@ int fwdsink_writer_append(fwdsink_writer_t* w, const char* row, size_t len, char
     WriteError(errstr, errlen, "fwdsink_writer_append: writer and row must not be NULL");
     return -1;
   }
-  try {
-    const fwdsink::Status s =
-        In(w)->writer.Append(std::string_view(row == nullptr ? "" : row, len));
-    if (s.ok()) return 0;
-    WriteError(errstr, errlen, s.ToString());
-    return -1;
-  } catch (...) {
-    WriteError(errstr, errlen, Describe(std::current_exception()));
-    return -1;
-  }
+  return StatusCall(errstr, errlen, [&] {
+    return In(w)->writer.Append(std::string_view(row == nullptr ? "" : row, len));
+  });
 }
 
 int fwdsink_writer_poll(fwdsink_writer_t* w, char* errstr, size_t errlen) {
@@ -434,15 +432,7 @@ int fwdsink_writer_poll(fwdsink_writer_t* w, char* errstr, size_t errlen) {
     WriteError(errstr, errlen, "fwdsink_writer_poll: writer must not be NULL");
     return -1;
   }
-  try {
-    const fwdsink::Status s = In(w)->writer.Poll();
-    if (s.ok()) return 0;
-    WriteError(errstr, errlen, s.ToString());
-    return -1;
-  } catch (...) {
-    WriteError(errstr, errlen, Describe(std::current_exception()));
-    return -1;
-  }
+  return StatusCall(errstr, errlen, [&] { return In(w)->writer.Poll(); });
 }
 
 int fwdsink_writer_seal(fwdsink_writer_t* w, char* errstr, size_t errlen) {

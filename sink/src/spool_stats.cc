@@ -72,6 +72,16 @@ Result<SpoolUsage> MeasureSpool(const fs::path& spool_dir) {
   return u;
 }
 
+std::uint64_t CountReadyPartitions(const fs::path& spool_dir) {
+  std::uint64_t n = 0;
+  std::error_code ec;
+  for (fs::directory_iterator it(spool_dir / "ready", ec), end; !ec && it != end;
+       it.increment(ec)) {
+    if (IsPartitionFile(*it)) ++n;
+  }
+  return n;
+}
+
 fs::path LastErrorPath(const fs::path& spool_dir) { return spool_dir / "last_error.json"; }
 
 bool IsRecordedError(std::string_view name) {

@@ -251,6 +251,7 @@ static int cmd_once(const char *url, const char *spool, int rows) {
   const char *extra[][2] = {{"chunk_bytes", "4k"}, {"stats_interval", "50ms"}, {NULL, NULL}};
   fwdsink_t *fs;
   int code;
+  int i;
   memset(&ev, 0, sizeof ev);
   pthread_mutex_init(&ev.mu, NULL);
   CHECK(write_rows(spool, 0, rows, 3) == 3);
@@ -262,7 +263,15 @@ static int cmd_once(const char *url, const char *spool, int rows) {
   CHECK(code == FWDSINK_EXIT_OK);
   /* Nothing left: a second pass is clean too. */
   CHECK(fwdsink_run_once(fs) == FWDSINK_EXIT_OK);
-  sleep_ms(200); /* a few stats intervals */
+  /* Stats come from the handle's own thread: wait for one (bounded), not a fixed time. */
+  for (i = 0; i < 500; ++i) {
+    int stats;
+    pthread_mutex_lock(&ev.mu);
+    stats = ev.stats;
+    pthread_mutex_unlock(&ev.mu);
+    if (stats >= 1) break;
+    sleep_ms(10);
+  }
   fwdsink_destroy(fs);
   printf("events %d delivered %d stats %d\n", ev.total, ev.delivered, ev.stats);
   CHECK(ev.delivered == 3);

@@ -29,6 +29,10 @@ struct SpoolUsage {
 // Measures the spool at `spool_dir`. kNotFound when it has no ready/ folder; kIo when
 // a folder cannot be listed. Any thread.
 [[nodiscard]] Result<SpoolUsage> MeasureSpool(const std::filesystem::path& spool_dir);
+// Counts the sealed partitions waiting in SPOOL/ready (as MeasureSpool does, without
+// reading sizes or dead/); 0 when the folder cannot be listed. For progress and stats
+// lines, often. Any thread.
+[[nodiscard]] std::uint64_t CountReadyPartitions(const std::filesystem::path& spool_dir);
 
 // Where the daemon records its last error: SPOOL/last_error.json, one JSON object (the
 // event as logged, with `ts`). @ref LLP 0025#status
