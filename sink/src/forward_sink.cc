@@ -509,25 +509,25 @@ class ForwardSink::Call {
     return d;
   }
 
-  // Takes a newer generation of published credentials; returns whether there was one.
-  // A set with an unsafe header value is not taken (the old one stays): it would inject
-  // headers. @ref LLP 0023#header-safety
-  bool TakeNewCredentials() {
-    if (!sink_.deps.credentials) return false;
+  // Takes a newer generation of published credentials, if any: every endpoint's token is
+  // asked afresh; a set with an unsafe header value is not taken (the old one stays): it
+  // would inject headers. @ref LLP 0023#header-safety
+  void TakeNewCredentials() {
+    if (!sink_.deps.credentials) return;
     std::optional<RequestCredentials> fresh =
         sink_.deps.credentials->TakeIfNewer(sink_.credentials_seen);
-    if (!fresh) return false;
+    if (!fresh) return;
     // The token is asked afresh on every endpoint (the file may have been rotated).
     for (EndpointLink& link : sink_.links) {
       link.token.reset();
       link.token_reload = true;
     }
     for (const auto& [name, value] : fresh->headers) {
-      if (!ValidateHeaderField(name, value, "reloaded header").ok()) return true;
+      if (!ValidateHeaderField(name, value, "reloaded header").ok()) return;
     }
     if (fresh->basic_authorization &&
         !ValidateHeaderValue(*fresh->basic_authorization, "reloaded basic auth").ok()) {
-      return true;
+      return;
     }
     sink_.headers = std::move(fresh->headers);
     for (EndpointLink& link : sink_.links) {
@@ -536,7 +536,6 @@ class ForwardSink::Call {
               ? *fresh->basic_authorization
               : BasicAuthorizationFor(ForwardOptions{}, link.transport->endpoint());
     }
-    return true;
   }
 
   // A token with CR, LF, NUL or another control byte would inject headers: it is a
