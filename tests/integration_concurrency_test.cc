@@ -112,9 +112,22 @@ TEST_CASE("AdaptiveConcurrencyRisesWhileLatencyBoundAndDeliversEveryRowOnce") {
   // The limit went up (latency-bound, nothing refused) and reached the ceiling.
   const auto& c = run.driver->counters();
   CHECK(c.concurrency_increases >= 2);  // slow start: 1, 2, 4
-  CHECK(c.concurrency_limit == 4);
-  CHECK(c.concurrency_decreases == 0);
-  CHECK(run.Events(fwdsink::events::kDriverConcurrency).size() == 1);  // reaching 4
+  const auto changes = run.Events(fwdsink::events::kDriverConcurrency);
+  const auto reached = std::count_if(changes.begin(), changes.end(), [](const auto& e) {
+    return e.reason == "latency_bound" && e.end == 4;
+  });
+  CHECK(reached >= 1);
+  // A loaded machine (the sanitizer build beside other builds) can see the 20 ms round
+  // trip rise past 1.5x its baseline and the limit fall for it; never for a refusal or
+  // an error, which this server never gives. On a quiet machine: no fall at all.
+  const auto rtt_falls = std::count_if(changes.begin(), changes.end(),
+                                       [](const auto& e) { return e.reason == "rtt_rising"; });
+  CHECK(reached + rtt_falls == static_cast<std::ptrdiff_t>(changes.size()));
+  CHECK(c.concurrency_decreases == static_cast<std::uint64_t>(rtt_falls));
+  if (rtt_falls == 0) {
+    CHECK(c.concurrency_limit == 4);
+    CHECK(changes.size() == 1);  // reaching 4
+  }
   CHECK(run.driver->sink_counters().partitions_delivered == kPartitions);
 }
 
