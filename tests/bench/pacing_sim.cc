@@ -108,6 +108,8 @@ class Sim {
     const double ideal = std::max(0.0, total - c_.burst) / c_.rate;
     // Every chunk accepted at most once (a duplicate is a bug), and all of them within
     // the horizon (a herd that never drains is a result, reported as drained=no).
+    double window = 0, fleet_goodput = 0, jain = 0;
+    if (!accept_log_.empty()) FleetWindow(window, fleet_goodput, jain);
     bool once = true, drained = true;
     for (const auto& v : accepted_) {
       for (int n : v) {
@@ -119,17 +121,41 @@ class Sim {
         "senders=%d chunks=%d unit=%s rate=%g burst=%g retry_after=%s jitter=%g pacing=%s "
         "requests=%llu refused=%llu refused_pct=%.2f peak_rps_10s=%d capacity_rps=%.1f "
         "peak_ratio=%.2f drain_s=%.1f ideal_s=%.1f drain_ratio=%.3f goodput=%.3f "
-        "every_row_once=%s drained=%s\n",
+        "every_row_once=%s drained=%s fleet_window_s=%.1f fleet_goodput=%.3f jain=%.3f\n",
         c_.senders, c_.chunks, c_.bytes ? "bytes" : "requests", c_.rate, c_.burst,
         c_.retry_after.c_str(), c_.jitter, c_.pacing ? "on" : "off",
         static_cast<unsigned long long>(requests_), static_cast<unsigned long long>(refused_),
         requests_ ? 100.0 * refused_ / requests_ : 0.0, peak, CapacityRps(), peak / CapacityRps(),
         last_accept_ - recovery, ideal, (last_accept_ - recovery) / ideal,
         accepted_units_ / std::max(1e-9, last_accept_ - first_accept_after_) / c_.rate,
-        once ? "yes" : "NO", drained ? "yes" : "no");
+        once ? "yes" : "NO", drained ? "yes" : "no", window, fleet_goodput, jain);
   }
 
  private:
+  // Figure 11's window: from the first request to the first sender's last acceptance
+  // (every sender still sending); aggregate goodput over it (less the burst) and Jain's
+  // index over the senders' accepted units in it.
+  void FleetWindow(double& window, double& goodput, double& jain) const {
+    std::vector<double> last(senders_.size(), 0), units(senders_.size(), 0);
+    for (const auto& [t, i] : accept_log_) last[i] = std::max(last[i], t);
+    window = *std::min_element(last.begin(), last.end());
+    const double cost = c_.bytes ? c_.chunk_bytes : 1;
+    double total = 0;
+    for (const auto& [t, i] : accept_log_) {
+      if (t > window) continue;
+      units[i] += cost;
+      total += cost;
+    }
+    double sq = 0;
+    for (double u : units) sq += u * u;
+    if (std::getenv("PACING_SIM_SHARES")) {
+      for (std::size_t i = 0; i < units.size(); ++i) std::fprintf(stderr, "%.0f ", units[i] / 1e3);
+      std::fprintf(stderr, "(kB by sender in the %.1f s window)\n", window);
+    }
+    goodput = window > 0 ? std::max(0.0, total - c_.burst) / (c_.rate * window) : 0;
+    jain = sq > 0 ? total * total / (static_cast<double>(units.size()) * sq) : 0;
+  }
+
   double CapacityRps() const { return c_.bytes ? c_.rate / c_.chunk_bytes : c_.rate; }
 
   void Schedule(MonotonicTime t, int i) { queue_.push({t, i}); }
@@ -181,6 +207,13 @@ class Sim {
     }
     if (ok) {
       ++accepted_[i][s.next_chunk];
+      accept_log_.push_back({Secs(done - t0_), i});
+      if (i == 0 && std::getenv("PACING_SIM_RATES") && at >= next_trace_) {
+        next_trace_ = at + 1;
+        const auto r = s.pacer->Current(done);
+        std::fprintf(stderr, "t=%.2f sender 0 paced %.0f B/s %.2f req/s\n", at, r.bytes_per_s,
+                     r.requests_per_s);
+      }
       if (first_accept_after_ == 0 && at >= c_.outage_s) first_accept_after_ = at;
       accepted_units_ += cost;
       last_accept_ = Secs(done - t0_);
@@ -248,6 +281,8 @@ class Sim {
   double tokens_;
   double refilled_at_ = 0;
   std::vector<int> per_second_;
+  std::vector<std::pair<double, int>> accept_log_;
+  double next_trace_ = 0;  // (time, sender) of every acceptance
   std::uint64_t requests_ = 0, refused_ = 0;
   double last_accept_ = 0, first_accept_after_ = 0, accepted_units_ = 0;
 };

@@ -89,13 +89,16 @@ else
   # syslog-ng sends identity: under the 1 MiB/s throttle 48 MiB drains in ~45 s at best.
   SL_BYTES=$((256 * MiB)); SLT_BYTES=$((48 * MiB)); SL_RUNS=1   # receiver-bound, ~30 s each
   CH_BYTES=$((256 * MiB))
-  # Pacing (LLP 0016): identity at 8 MB/s for ~33 s; zstd (~6.5x) the same wire bytes
-  # would be 1.7 GB of rows, more than the receiver decodes in a sane time on 2 cores,
-  # so zstd gets 512 MiB (~10 s at the limit, reported as such); figure 3's bucket ~30 s.
-  P9_ID_BYTES=$((256 * MiB)); P9_Z_BYTES=$((512 * MiB)); P9_SLOW_BYTES=$((200 * MiB))
-  # nginx: 40 MiB in 64 KiB chunks = 640 requests, 32 s at 20 r/s. Fleet: 4 MB/s for
-  # ~35 s shared by 4 or 16 daemons.
-  NG_BYTES=$((40 * MiB)); FL_BYTES=$((136 * MiB))
+  # Pacing (LLP 0016): identity at 8 MB/s for ~67 s (learning costs ~3 s up front, so
+  # a 33 s transfer reads ~0.9 and a 67 s one what the steady state gives; the issue
+  # asks for at least 30 s); zstd (~6.5x) the same wire bytes would be 3.4 GB of rows,
+  # more than the receiver decodes in a sane time on 2 cores, so zstd gets 512 MiB
+  # (~10 s at the limit, reported as such); figure 3's bucket ~30 s.
+  P9_ID_BYTES=$((512 * MiB)); P9_Z_BYTES=$((512 * MiB)); P9_SLOW_BYTES=$((200 * MiB))
+  # nginx: 80 MiB in 64 KiB chunks = 1280 requests, 64 s at 20 r/s. Fleet: 4 MB/s for
+  # ~70 s shared by 4 or 16 daemons, so that every daemon is still sending after 30 s
+  # even when the shares are uneven.
+  NG_BYTES=$((80 * MiB)); FL_BYTES=$((272 * MiB))
   HERD_SENDERS=1000; HERD_CHUNKS=30; P9U_BYTES=$((256 * MiB))
   # Concurrency (LLP 0018): 8 partitions of 8 MiB (the issue's 65 MB backlog) through
   # 100 ms of added round trip; the limiters of figures 9 and 10 with their backlog cut
@@ -864,8 +867,9 @@ if want 11 && { ((smoke == 0)) || [[ -n $only ]]; }; then
     fleet_run "$n" auto
     row "11. $n daemons on one $(calc "$FL_RATE / 1e6" 0) MB/s bucket (burst $(calc "$FL_BURST / 1e6" 1) MB), learned: aggregate; Jain" \
         "$(calc "$fl_aggregate" 3); $(calc "$fl_jain" 3) over $(calc "$fl_window" 0) s; $fl_refused/$fl_requests refused" \
-        "$(calc "$b_agg" 3); $(calc "$b_jain" 3); $b_ref refused (--pacing off)" "-" "≥ 0.9; ≥ 0.9" \
-        "$( [[ $(met "$fl_aggregate" '>=' 0.9) == yes && $(met "$fl_jain" '>=' 0.9) == yes ]] && echo yes || echo NO)"
+        "$(calc "$b_agg" 3); $(calc "$b_jain" 3); $b_ref refused (--pacing off)" "-" "≥ 0.9; ≥ 0.9 over ≥ 30 s" \
+        "$( [[ $(met "$fl_aggregate" '>=' 0.9) == yes && $(met "$fl_jain" '>=' 0.9) == yes &&
+               ( $smoke == 1 || $(met "$fl_window" '>=' 30) == yes ) ]] && echo yes || echo NO)"
   done
 fi
 

@@ -16,9 +16,9 @@
 namespace fwdsink {
 
 // How a pacer learns and forgets. With the defaults, a refusal sets the learned rate
-// to 0.88 x the rate that was being paced (multiplicative decrease); every second of
-// accepted sending then adds 0.6% of that rate (additive increase), so a limit with a
-// burst of a quarter second is probed about once per 10-15 s; a learned limit is
+// to 0.94 x the rate that was being paced (multiplicative decrease); every second of
+// accepted sending then adds 0.3% of that rate (additive increase), so a limit with a
+// burst of a quarter second is probed about once per 20 s; a learned limit is
 // forgotten after 60 s without a refusal. Before the first decrease the rate doubles
 // every second from its first estimate (slow start), and leaving it cuts to 0.55 x.
 // Tuned on the simulation (tests/bench/pacing_sim.cc). @ref LLP 0016#controller
@@ -26,12 +26,12 @@ struct PacingPolicy {
   // false: the pacer never waits and learns nothing (--pacing off).
   bool enabled = true;
   // Multiplicative decrease on a refusal, in (0, 1).
-  double decrease = 0.88;
+  double decrease = 0.94;
   // Multiplicative decrease leaving slow start (it overshoots more), in (0, 1).
   double slow_start_decrease = 0.55;
   // Additive increase per second of sending, as a fraction of the rate set by the last
   // decrease; > 0.
-  double increase_per_s = 0.006;
+  double increase_per_s = 0.003;
   // Slow start doubles the rate every this much accepted sending; > 0.
   std::chrono::milliseconds slow_start_doubling = std::chrono::seconds{1};
   // A learned limit with no refusal for this long is dropped ("no limit" again), and
