@@ -70,9 +70,11 @@ DecodeError ZstdDecode(std::string_view wire, std::uint64_t max_out, std::string
     if (ZSTD_isError(last)) return DecodeError::kBadEncoding;
     if (out->size() + o.pos > max_out) return DecodeError::kTooLarge;
     out->append(buf.data(), o.pos);
-    // Done when all input is consumed and the decoder did not fill the buffer (no
-    // more output pending).
-    if (in.pos == in.size && o.pos < o.size) break;
+    // Done when all input is consumed and either the last frame ended (0) or the
+    // decoder did not fill the buffer (no more output pending). Without the first test
+    // a frame whose output ends exactly at the buffer's end was followed by one more
+    // call that asked for a next frame's header and read as truncated.
+    if (in.pos == in.size && (last == 0 || o.pos < o.size)) break;
   }
   // A non-zero hint means the last frame is incomplete: a truncated body.
   return last == 0 ? DecodeError::kNone : DecodeError::kBadEncoding;
