@@ -123,10 +123,48 @@ TEST_CASE("RisesWhileAcceptedAndFallsOnTheNextRefusal") {
     AcceptMany(p, clock, 50);  // paced: the pacer, not the sender, sets the rate
     const double secs = std::chrono::duration<double>(clock.MonotonicNow() - t0).count();
     const double added = p.Current(clock.MonotonicNow()).bytes_per_s - fallen;
-    CHECK(added == doctest::Approx(secs * policy.increase_per_s * fallen).epsilon(0.05));
+    // The larger of a fraction of the rate and the absolute step (one request's bytes
+    // times increase_requests_per_s). @ref LLP 0016#fairness
+    const double step = std::max(policy.increase_per_s * fallen,
+                                 policy.increase_requests_per_s * static_cast<double>(kChunk));
+    CHECK(added == doctest::Approx(secs * step).epsilon(0.05));
     const double before = p.Current(clock.MonotonicNow()).bytes_per_s;
     p.OnRefused(clock.MonotonicNow(), 1s, std::nullopt);
     CHECK(p.Current(clock.MonotonicNow()).bytes_per_s == doctest::Approx(before * policy.decrease));
+  }
+}
+
+TEST_CASE("AStarvedSenderClimbsByTheSameAbsoluteStepAsALargeOne") {
+  // A fleet member that learned a tiny share (one request every couple of seconds)
+  // must not creep up by 0.3 % of that: it climbs by increase_requests_per_s, the unit
+  // every sender on the limiter shares (Chiu & Jain). @ref LLP 0016#fairness
+  auto starve = [](PacingPolicy policy) {
+    fwdsink::FakeClock clock;
+    EndpointPacer p(policy);
+    AcceptMany(p, clock, 3, 1s);  // 3 requests in 3 s
+    p.OnRefused(clock.MonotonicNow(), 1s, std::nullopt);
+    clock.Advance(1s);
+    AcceptMany(p, clock, 2, 10ms);
+    p.OnRefused(clock.MonotonicNow(), 1s, std::nullopt);  // leaves slow start
+    clock.Advance(1s);
+    const auto before = p.Current(clock.MonotonicNow());
+    const MonotonicTime t0 = clock.MonotonicNow();
+    while (clock.MonotonicNow() - t0 < 20s) AcceptMany(p, clock, 1, 10ms);
+    const auto after = p.Current(clock.MonotonicNow());
+    MESSAGE("requests/s " << before.requests_per_s << " -> " << after.requests_per_s);
+    CHECK(before.requests_per_s < 1.0);  // starved indeed
+    return std::pair{after.requests_per_s - before.requests_per_s,
+                     after.bytes_per_s - before.bytes_per_s};
+  };
+  const PacingPolicy policy;
+  const auto [requests, bytes] = starve(policy);
+  CHECK(policy.increase_requests_per_s >= 0.05);
+  CHECK(requests >= 0.8);  // 20 s x 0.05 requests/s per second, less rounding
+  CHECK(bytes >= 0.8 * kChunk);
+  SUBCASE("twin: without the absolute step it creeps by a fraction of its own rate") {
+    const auto [r0, b0] = starve({.increase_requests_per_s = 0});
+    CHECK(r0 < 0.1 * requests);
+    CHECK(b0 < 0.1 * bytes);
   }
 }
 

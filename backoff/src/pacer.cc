@@ -89,6 +89,7 @@ void EndpointPacer::OnAccepted(MonotonicTime now, std::uint64_t wire_bytes,
   for (int i = 0; i < 2; ++i) {
     lanes[i]->accepted_since_start += costs[i];
     lanes[i]->accepted_units += costs[i];
+    lanes[i]->accepted_total += costs[i];
     Increase(*lanes[i], now);
   }
   if (quota) Advertise(*quota, now);
@@ -153,7 +154,13 @@ void EndpointPacer::Increase(Lane& lane, MonotonicTime now) const {
     const double doubling = std::chrono::duration<double>(policy_.slow_start_doubling).count();
     lane.learned = *lane.learned * std::exp2(dt / doubling);
   } else {
-    lane.learned = *lane.learned + policy_.increase_per_s * lane.rate_at_decrease * dt;
+    // The per-request unit: 1 in the request lane, the mean accepted request in bytes.
+    const double unit = &lane == &requests_ || requests_.accepted_total <= 0
+                            ? 1.0
+                            : lane.accepted_total / requests_.accepted_total;
+    const double step = std::max(policy_.increase_per_s * lane.rate_at_decrease,
+                                 policy_.increase_requests_per_s * unit);
+    lane.learned = *lane.learned + step * dt;
   }
   lane.increase_from = now;
 }

@@ -208,10 +208,11 @@ class Sim {
     if (ok) {
       ++accepted_[i][s.next_chunk];
       accept_log_.push_back({Secs(done - t0_), i});
-      if (i == 0 && std::getenv("PACING_SIM_RATES") && at >= next_trace_) {
+      if (const char* who = std::getenv("PACING_SIM_RATES");
+          who && i == std::atoi(who) && at >= next_trace_) {
         next_trace_ = at + 1;
         const auto r = s.pacer->Current(done);
-        std::fprintf(stderr, "t=%.2f sender 0 paced %.0f B/s %.2f req/s\n", at, r.bytes_per_s,
+        std::fprintf(stderr, "t=%.2f sender %d paced %.0f B/s %.2f req/s\n", at, i, r.bytes_per_s,
                      r.requests_per_s);
       }
       if (first_accept_after_ == 0 && at >= c_.outage_s) first_accept_after_ = at;
@@ -325,6 +326,8 @@ int main(int argc, char** argv) {
       c.pacing_policy.slow_start_decrease = std::atof(v.c_str());
     else if (k == "--increase")
       c.pacing_policy.increase_per_s = std::atof(v.c_str());
+    else if (k == "--increase-abs")
+      c.pacing_policy.increase_requests_per_s = std::atof(v.c_str());
     else if (k == "--ss-doubling-ms")
       c.pacing_policy.slow_start_doubling = milliseconds{std::atol(v.c_str())};
     else if (k == "--seed")

@@ -32,6 +32,11 @@ struct PacingPolicy {
   // Additive increase per second of sending, as a fraction of the rate set by the last
   // decrease; > 0.
   double increase_per_s = 0.003;
+  // ... but never less than this many requests/s per second (in the byte dimension:
+  // times the mean wire size of an accepted request): one unit for every sender on a
+  // limiter, so that a sender starved to a small share climbs as fast as a large one
+  // (Chiu & Jain's additive increase). >= 0.
+  double increase_requests_per_s = 0.05;
   // Slow start doubles the rate every this much accepted sending; > 0.
   std::chrono::milliseconds slow_start_doubling = std::chrono::seconds{1};
   // A learned limit with no refusal for this long is dropped ("no limit" again), and
@@ -102,6 +107,7 @@ class EndpointPacer {
     double accepted_since_start = 0;  // units accepted before the first refusal
     MonotonicTime measure_from{};     // the end of the last decrease's wait
     double accepted_units = 0;        // accepted since measure_from
+    double accepted_total = 0;        // accepted ever (the mean request size)
     [[nodiscard]] std::optional<double> Rate() const;
     [[nodiscard]] double Tolerance() const;  // burst, in units
   };
