@@ -41,6 +41,7 @@
 #include "fwdsink/transport.h"
 #include "metrics.h"
 #include "notify.h"
+#include "progress.h"
 #include "request_options.h"
 
 namespace fwdsink_cli {
@@ -225,70 +226,15 @@ fwdsink::JsonObject FallbacksJson(const fwdsink::ForwardOptions& f) {
   return o.Add("fallback_urls", urls);
 }
 
-std::string HumanRate(double v, std::string_view unit) {
-  char buf[48];
-  if (v >= 1e6)
-    std::snprintf(buf, sizeof buf, "%.1f M%.*s/s", v / 1e6, static_cast<int>(unit.size()),
-                  unit.data());
-  else if (v >= 1e3)
-    std::snprintf(buf, sizeof buf, "%.1f k%.*s/s", v / 1e3, static_cast<int>(unit.size()),
-                  unit.data());
-  else
-    std::snprintf(buf, sizeof buf, "%.0f %.*s/s", v, static_cast<int>(unit.size()), unit.data());
-  return buf;
-}
-
-// " | pacing 7.9 MB/s (learned)", or "" when nothing limits. @ref LLP 0016#visible
-std::string PacingText(const fwdsink::PaceRate& r) {
-  if (r.source == fwdsink::PaceSource::kNone) return "";
-  std::string rate;
-  if (r.bytes_per_s > 0) rate = HumanRate(r.bytes_per_s, "B");
-  if (r.bytes_per_s <= 0 && r.requests_per_s > 0) rate = HumanRate(r.requests_per_s, "req");
-  if (rate.empty()) return "";
-  return " | pacing " + rate + " (" + std::string(fwdsink::to_string(r.source)) + ")";
-}
-
-// What the senders do: the one waiting longest, else the first sending, else idle;
-// with more than one sender, how many are busy and the limit. @ref LLP 0018#visible
-std::string SendersText(const fwdsink::Driver& d) {
-  using Phase = fwdsink::ForwardSink::State::Phase;
-  std::optional<fwdsink::ForwardSink::State> shown;
-  for (auto& st : d.sender_states()) {
-    const bool better = !shown ||
-                        (st.phase == Phase::kWaiting &&
-                         (shown->phase != Phase::kWaiting || st.until > shown->until)) ||
-                        (st.phase == Phase::kSending && shown->phase == Phase::kIdle);
-    if (better) shown = std::move(st);
-  }
-  std::string s;
-  switch (shown ? shown->phase : Phase::kIdle) {
-    case Phase::kWaiting: {
-      const auto left_ms = std::chrono::duration_cast<milliseconds>(shown->until - Clock::now());
-      const long long secs = std::max<long long>(0, (left_ms.count() + 999) / 1000);
-      s += "waiting " + std::to_string(secs) +
-           "s: " + (shown->reason.empty() ? std::string("backpressure") : shown->reason);
-      if (shown->status) s += " (" + std::to_string(shown->status) + ")";
-      break;
-    }
-    case Phase::kSending: s += "sending " + shown->partition; break;
-    case Phase::kIdle: s += "idle"; break;
-  }
-  const auto& c = d.counters();
-  const auto limit = c.concurrency_limit.load(std::memory_order_relaxed);
-  const auto busy = c.senders_busy.load(std::memory_order_relaxed);
-  if (d.sender_states().size() > 1) {
-    s += " | " + std::to_string(busy) + " in flight, limit " + std::to_string(limit);
-  }
-  return s;
-}
-
 std::string ProgressLine(const fwdsink::Driver& d, std::uint64_t left, double rows_per_s,
                          double bytes_per_s) {
   const auto acked = d.sink_counters().rows_acked;
   std::string s = "fwdsink: " + std::to_string(left) + " partitions left | " +
                   HumanRate(rows_per_s, "rows") + " | " + HumanRate(bytes_per_s, "B") + " | " +
                   std::to_string(acked) + " rows acked | ";
-  s += SendersText(d);
+  const auto& c = d.counters();
+  s += SendersText(d.sender_states(), c.senders_busy.load(std::memory_order_relaxed),
+                   c.concurrency_limit.load(std::memory_order_relaxed), Clock::now());
   const fwdsink::Endpoints& eps = d.sink().endpoints();
   if (eps.size() > 1) s += " | to " + eps.at(eps.active()).name;
   return s + PacingText(d.sink().pacing());
