@@ -199,4 +199,28 @@ TEST_CASE("A fixed limit never moves") {
   CHECK(l.limit() == 3);
 }
 
+TEST_CASE("A limiter's burst that runs out inside the first window keeps the limit at 1") {
+  // A LAN: 5 ms round trips. The limiter's burst takes 12 requests at link speed, then
+  // it refuses. With the default window (100 ms) the refusal lands in the first window,
+  // before any growth: one sender meets the empty bucket, not two. @ref LLP 0018#signals
+  auto limit_when_refused = [](ConcurrencyPolicy policy) {
+    FakeClock clock;
+    AdaptiveLimit l(policy);
+    for (int i = 0; i < 12; ++i) {
+      clock.Advance(milliseconds{5});
+      (void)l.Observe(clock.MonotonicNow(), milliseconds{5}, RequestSignal::kAccepted, l.limit());
+    }
+    const std::size_t at_refusal = l.limit();
+    clock.Advance(milliseconds{5});
+    (void)l.Observe(clock.MonotonicNow(), microseconds{0}, RequestSignal::kBackpressure, 1);
+    CHECK(l.limit() == 1);
+    return at_refusal;
+  };
+  CHECK(ConcurrencyPolicy{}.min_window >= milliseconds{100});
+  CHECK(limit_when_refused(ConcurrencyPolicy{}) == 1);
+  SUBCASE("twin: a 50 ms window grows before the burst runs out") {
+    CHECK(limit_when_refused(ConcurrencyPolicy{.min_window = milliseconds{50}}) == 2);
+  }
+}
+
 }  // namespace fwdsink

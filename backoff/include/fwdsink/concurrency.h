@@ -15,7 +15,7 @@
 namespace fwdsink {
 
 // How the limit moves. With the defaults it starts at 1; at the end of each window
-// (one baseline round trip, at least 50 ms) in which every slot was used, nothing was
+// (one baseline round trip, at least 100 ms) in which every slot was used, nothing was
 // refused and the mean round trip stayed within 1.5 x the baseline, it grows: doubling
 // until the first fall (slow start: 1, 2, 4, 8), then by one (additive increase: 4, 5,
 // 6, ... 8, no increase past the ceiling). A 429/503, a transport error or a window
@@ -38,8 +38,11 @@ struct ConcurrencyPolicy {
   bool slow_start = true;
   // Weight of a window's mean round trip in the baseline's moving average, in (0, 1].
   double baseline_weight = 0.3;
-  // Shortest window; a window lasts one baseline round trip, never less than this.
-  std::chrono::milliseconds min_window = std::chrono::milliseconds{50};
+  // Shortest window; a window lasts one baseline round trip, never less than this. Long
+  // enough that a limiter's initial burst, sent at link speed by one sender, runs out
+  // inside the first window (its refusal then holds the limit at 1) rather than just
+  // after the limit grew (two senders refused by one burst). @ref LLP 0018#signals
+  std::chrono::milliseconds min_window = std::chrono::milliseconds{100};
 };
 
 // Checks the policy; the field is named ("max", "decrease", ...).
