@@ -839,7 +839,8 @@ fleet_run() {  # N PACING -> fl_aggregate fl_jain fl_refused fl_requests
   local per=$((FL_BYTES / n)) pids=() i
   for ((i = 1; i <= n; i++)); do
     make_file "fl$n-$i" "$per" $((100 + i))
-    mkdir -p "$d/s$i/ready"; ln "$file" "$d/s$i/ready/d$(printf %02d "$i")-p.ndjson"
+    # A copy, not a hard link: the daemon quarantines a partition with two links.
+    mkdir -p "$d/s$i/ready"; cp --reflink=auto "$file" "$d/s$i/ready/d$(printf %02d "$i")-p.ndjson"
   done
   for ((i = 1; i <= n; i++)); do
     "$daemon" forward --spool "$d/s$i" --url "$(url)" --once --chunk-bytes "$FL_CHUNK" \
