@@ -44,6 +44,13 @@ struct BackpressurePolicy {
   // shortened. On by default, so a fleet that failed together does not return
   // together; 0 turns it off (tests that check exact waits say so). @ref LLP 0016#jitter
   double jitter = 0.5;
+  // From this consecutive refusal of one chunk on (1-based; 0 = never), the sender has
+  // already waited that many Retry-After periods: a long outage, not a throttle. The
+  // Retry-After wait of exactly this attempt is then lengthened once more, by a random
+  // phase uniform in [0, Retry-After], so that a fleet told the same Retry-After does
+  // not return in one second when the outage ends. Only with jitter on; the earlier
+  // waits keep the <= min(10%, 1 s) bound. @ref LLP 0016#herd
+  std::size_t outage_phase_attempt = 3;
 };
 
 // Checks a policy; returns OK when it is usable, else a kInvalidConfig status naming
