@@ -87,10 +87,9 @@ void EndpointPacer::OnAccepted(MonotonicTime now, std::uint64_t wire_bytes,
   accepted_since_decrease_ = true;
   const double costs[2] = {1.0, static_cast<double>(wire_bytes)};
   Lane* lanes[2] = {&requests_, &bytes_};
-  const bool restart = policy_.restart_after_refusals > 0 &&
-                       refusals_in_a_row_ >= policy_.restart_after_refusals &&
-                       now - streak_from_ >= policy_.restart_after_outage &&
-                       last_wait_ <= policy_.restart_max_wait;
+  const bool restart =
+      policy_.restart_after_refusals > 0 && refusals_in_a_row_ >= policy_.restart_after_refusals &&
+      now - streak_from_ >= policy_.restart_after_outage && last_wait_ <= policy_.restart_max_wait;
   refusals_in_a_row_ = 0;
   if (restart && !requests_.advertised && !bytes_.advertised) {
     Restart(requests_, now, costs[0], policy_.min_requests_per_s);

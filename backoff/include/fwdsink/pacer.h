@@ -133,13 +133,13 @@ class EndpointPacer {
 
   const PacingPolicy policy_;
   mutable std::mutex mu_;
-  Lane requests_;                        // guarded by mu_
-  Lane bytes_;                           // guarded by mu_
-  std::optional<MonotonicTime> first_;   // first reservation; guarded by mu_
-  MonotonicTime last_refusal_{};         // guarded by mu_
-  bool accepted_since_decrease_ = true;  // guarded by mu_
-  MonotonicTime episode_until_{};        // refusals before it join the last decrease; mu_
-  std::size_t refusals_in_a_row_ = 0;    // since the last acceptance; guarded by mu_
+  Lane requests_;                           // guarded by mu_
+  Lane bytes_;                              // guarded by mu_
+  std::optional<MonotonicTime> first_;      // first reservation; guarded by mu_
+  MonotonicTime last_refusal_{};            // guarded by mu_
+  bool accepted_since_decrease_ = true;     // guarded by mu_
+  MonotonicTime episode_until_{};           // refusals before it join the last decrease; mu_
+  std::size_t refusals_in_a_row_ = 0;       // since the last acceptance; guarded by mu_
   std::chrono::milliseconds last_wait_{0};  // the last refusal's wait; guarded by mu_
   MonotonicTime streak_from_{};             // the first of those refusals; guarded by mu_
 };
