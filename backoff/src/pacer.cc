@@ -20,9 +20,11 @@ MonotonicTime::duration FromSecs(double s) {
 }
 
 // A learned controller's increase accrues per second of sending; a long silence
-// (idle, or a long wait) counts as at most this much, or as one interval of a slower
-// pace.
+// (idle, or a long wait) counts as at most this much, or as half an interval of a
+// slower pace (a whole interval met figure 12 too, but cost figure 11's 16 daemons
+// some fairness). @ref LLP 0016#herd
 constexpr double kMaxIncreaseStep = 1.0;
+constexpr double kPaceIntervalsCounted = 0.5;
 // The measured accepted rate replaces the paced rate as the base of a decrease when
 // it was measured over at least this long and is well below the paced rate (the pacer
 // was not what limited the sender).
@@ -198,8 +200,9 @@ void EndpointPacer::Increase(Lane& lane, MonotonicTime now) const {
                                  policy_.increase_requests_per_s * unit);
     // A silence counts as at most a second, but the pace's own interval between two
     // requests is sending, not silence: a sender paced at a small share (one request
-    // every 5 s) rises per second as fast as a large one. @ref LLP 0016#herd
-    const double interval = unit / *lane.learned;
+    // every 5 s) must not rise five times slower per second than a large one.
+    // @ref LLP 0016#herd
+    const double interval = kPaceIntervalsCounted * unit / *lane.learned;
     lane.learned = *lane.learned + step * std::min(elapsed, std::max(kMaxIncreaseStep, interval));
   }
   lane.increase_from = now;
