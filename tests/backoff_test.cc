@@ -286,3 +286,40 @@ TEST_CASE("JitterIsOnByDefault") {
   CHECK(DecideWait(BackpressurePolicy{}, 1, std::nullopt, 0ms, rnd).wait == 15s);
   CHECK(DecideWait(BackpressurePolicy{}, 1, 5s, 0ms, rnd).wait == 5s);  // never shorter
 }
+
+TEST_CASE("ALongOutageGetsOneRandomPhaseOfUpToOneRetryAfterAtTheThirdRefusal") {
+  // A fleet told the same Retry-After for a whole outage returns in one second unless
+  // its phases differ: from the third refusal of a chunk in a row (two full periods
+  // waited: an outage, not a throttle) the wait is lengthened once by U(0, RA).
+  // @ref LLP 0016#herd
+  const BackpressurePolicy p{};  // jitter 0.5, outage_phase_attempt 3
+  double u = 0.99;
+  const fwdsink::UniformRandom rnd = [&u] { return u; };
+  const milliseconds ra = 5s;
+  const milliseconds short_bound = ra + 500ms;  // + min(10 %, 1 s)
+  CHECK(p.outage_phase_attempt == 3);
+  // Figure 4: a short throttle, refused twice, still ends within Retry-After + 1 s.
+  CHECK(DecideWait(p, 1, ra, 0ms, rnd).wait <= short_bound);
+  CHECK(DecideWait(p, 2, ra, 5s, rnd).wait <= short_bound);
+  const auto third = DecideWait(p, 3, ra, 10s, rnd);
+  CHECK(third.source == WaitSource::kRetryAfter);
+  CHECK(third.wait >= ra + 4900ms);  // 0.99 of one Retry-After more
+  CHECK(third.wait <= short_bound + ra);
+  CHECK(DecideWait(p, 4, ra, 20s, rnd).wait <= short_bound);  // once per outage
+  SUBCASE("never shorter: a phase of zero is the plain Retry-After") {
+    u = 0.0;
+    CHECK(DecideWait(p, 3, ra, 10s, rnd).wait == ra);
+  }
+  SUBCASE("twin: jitter off, no phase") {
+    const BackpressurePolicy off{.jitter = 0};
+    CHECK(DecideWait(off, 3, ra, 10s, rnd).wait == ra);
+  }
+  SUBCASE("twin: outage_phase_attempt 0, no phase") {
+    const BackpressurePolicy never{.outage_phase_attempt = 0};
+    CHECK(DecideWait(never, 3, ra, 10s, rnd).wait <= short_bound);
+  }
+  SUBCASE("twin: the ladder keeps its own jitter, no phase on top") {
+    // Rung 3 (120 s) at u = 0.99: 120 x (1 - 0.5 + 0.99) = 178.8 s.
+    CHECK(DecideWait(p, 3, kNoRetryAfter, 10s, rnd).wait == 178800ms);
+  }
+}

@@ -287,3 +287,115 @@ TEST_CASE("OffNeverWaitsEvenAfterRefusalsAndQuotas") {
   CHECK(p.Reserve(clock.MonotonicNow(), kChunk) == 0ms);
   CHECK(p.Current(clock.MonotonicNow()).source == PaceSource::kNone);
 }
+
+namespace {
+// Refuses `n` requests in a row, each after the previous wait, then accepts one.
+void OutageThenAccept(EndpointPacer& p, fwdsink::FakeClock& clock, int n, milliseconds wait) {
+  for (int i = 0; i < n; ++i) {
+    clock.Advance(p.Reserve(clock.MonotonicNow(), kChunk));
+    clock.Advance(10ms);
+    p.OnRefused(clock.MonotonicNow(), wait, std::nullopt);
+    clock.Advance(wait);
+  }
+  clock.Advance(p.Reserve(clock.MonotonicNow(), kChunk));
+  clock.Advance(10ms);
+  p.OnAccepted(clock.MonotonicNow(), kChunk, std::nullopt);
+}
+}  // namespace
+
+TEST_CASE("BackFromAnOutageThePacerRestartsAtOneRequestPerRetryAfterInSlowStart") {
+  // TCP's restart after a timeout: a fleet refused for a whole outage with
+  // Retry-After: 5 must not send its backlog back to back once it is let in.
+  // @ref LLP 0016#herd
+  fwdsink::FakeClock clock;
+  EndpointPacer p;
+  OutageThenAccept(p, clock, 12, 5s);  // a minute refused, nothing learned before
+  const auto r = p.Current(clock.MonotonicNow());
+  CHECK(r.source == PaceSource::kLearned);
+  CHECK(r.requests_per_s == doctest::Approx(0.2));  // one per Retry-After
+  CHECK(r.bytes_per_s == doctest::Approx(kChunk / 5.0));
+  const auto next = p.Reserve(clock.MonotonicNow(), kChunk);
+  CHECK(next >= 4900ms);
+  CHECK(next <= 5s);
+  clock.Advance(next);
+  AcceptMany(p, clock, 4);  // slow start: it rises from there
+  CHECK(p.Current(clock.MonotonicNow()).requests_per_s > 0.2 * 8);  // doubling
+  SUBCASE("twin: a short throttle (refused twice, figure 4) is not an outage") {
+    EndpointPacer q;
+    OutageThenAccept(q, clock, 2, 5s);
+    CHECK(q.Current(clock.MonotonicNow()).source == PaceSource::kNone);
+    CHECK(q.Reserve(clock.MonotonicNow(), kChunk) == 0ms);
+  }
+  SUBCASE("twin: refused three times in 3 s under a 1 s Retry-After is a throttle") {
+    EndpointPacer q;
+    OutageThenAccept(q, clock, 3, 1s);
+    CHECK(q.Current(clock.MonotonicNow()).source == PaceSource::kNone);
+  }
+  SUBCASE("twin: ladder waits spread a fleet on their own: no restart") {
+    EndpointPacer q;
+    OutageThenAccept(q, clock, 3, 30s);
+    CHECK(q.Current(clock.MonotonicNow()).source == PaceSource::kNone);
+  }
+}
+
+TEST_CASE("TheByteFloorIsNeverBelowTheRequestFloorInBytes") {
+  // A byte rate cut to min_bytes_per_s would pace 100 kB requests at one per 25 s,
+  // far under min_requests_per_s: a sender starved once would stay starved.
+  // @ref LLP 0016#herd
+  auto learn = [](std::uint64_t chunk) {
+    fwdsink::FakeClock clock;
+    EndpointPacer p;
+    for (int i = 0; i < 2; ++i) {
+      clock.Advance(10ms);
+      p.OnAccepted(clock.MonotonicNow(), chunk, std::nullopt);
+    }
+    p.OnRefused(clock.MonotonicNow(), 300s, std::nullopt);  // 2 requests over 300 s
+    return p.Current(clock.MonotonicNow());
+  };
+  const PacingPolicy policy;
+  const auto big = learn(kChunk);
+  CHECK(big.requests_per_s == doctest::Approx(policy.min_requests_per_s));
+  CHECK(big.bytes_per_s == doctest::Approx(policy.min_requests_per_s * kChunk));
+  SUBCASE("twin: small requests keep min_bytes_per_s") {
+    const auto small = learn(1000);
+    CHECK(small.bytes_per_s == doctest::Approx(policy.min_bytes_per_s));
+  }
+}
+
+TEST_CASE("ASlowPaceRisesPerSecondNotPerRequest") {
+  // Paced at one request every few seconds, the interval between requests is sending,
+  // not a silence: the additive step accrues for half of it (not just 1 s), so a small
+  // share climbs per second at least half as fast as a large one. @ref LLP 0016#herd
+  auto climb = [](milliseconds idle) {
+    fwdsink::FakeClock clock;
+    EndpointPacer p;
+    AcceptMany(p, clock, 2);
+    p.OnRefused(clock.MonotonicNow(), 30s, std::nullopt);  // learned at the floor
+    clock.Advance(30s);
+    AcceptMany(p, clock, 2);
+    p.OnRefused(clock.MonotonicNow(), 1s, std::nullopt);  // leaves slow start
+    clock.Advance(1s);
+    const double before = p.Current(clock.MonotonicNow()).requests_per_s;
+    CHECK(before < 0.6);  // one request every couple of seconds
+    const MonotonicTime t0 = clock.MonotonicNow();
+    while (clock.MonotonicNow() - t0 < 20s) {
+      clock.Advance(idle);
+      AcceptMany(p, clock, 1, 10ms);  // at the pace
+    }
+    return p.Current(clock.MonotonicNow()).requests_per_s - before;
+  };
+  const PacingPolicy policy;
+  // About half of 20 s x increase_requests_per_s at the pace (slower than 1 s); with
+  // a 1 s cap per request it would be 0.3 requests/s.
+  const double rise = climb(0s);
+  MESSAGE("rise over 20 s at the pace: " << rise << " requests/s");
+  CHECK(rise >= 8 * policy.increase_requests_per_s);
+  CHECK(rise <= 20 * policy.increase_requests_per_s * 1.05);
+  SUBCASE("twin: a silence longer than the pace's interval still counts as one") {
+    // A request every 10 s or more where the pace allows one per ~2 s: the gaps are
+    // idle (about 0.19 requests/s; counting the whole gaps would give 1.0).
+    const double idle = climb(10s);
+    MESSAGE("rise over 20 s with 10 s gaps: " << idle << " requests/s");
+    CHECK(idle < 6 * policy.increase_requests_per_s);
+  }
+}

@@ -94,6 +94,11 @@ WaitDecision DecideWait(const BackpressurePolicy& policy, std::size_t attempt,
     d.source = WaitSource::kRetryAfter;
     // @ref LLP 0016#jitter
     d.wait = std::max(JitterLonger(*retry_after, policy.jitter, random), *retry_after);
+    if (jitter && attempt == policy.outage_phase_attempt) {
+      // A long outage, not a throttle: one random phase of up to one Retry-After.
+      // @ref LLP 0016#herd
+      d.wait = SaturatingAdd(d.wait, Scale(*retry_after, ClampUnit(random())));
+    }
   } else {
     // Zero, past-date, garbage and absent Retry-After all land here.
     d.source = WaitSource::kLadder;

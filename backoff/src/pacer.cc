@@ -20,8 +20,11 @@ MonotonicTime::duration FromSecs(double s) {
 }
 
 // A learned controller's increase accrues per second of sending; a long silence
-// (idle, or a long wait) counts as at most this much.
+// (idle, or a long wait) counts as at most this much, or as half an interval of a
+// slower pace (a whole interval met figure 12 too, but cost figure 11's 16 daemons
+// some fairness). @ref LLP 0016#herd
 constexpr double kMaxIncreaseStep = 1.0;
+constexpr double kPaceIntervalsCounted = 0.5;
 // The measured accepted rate replaces the paced rate as the base of a decrease when
 // it was measured over at least this long and is well below the paced rate (the pacer
 // was not what limited the sender).
@@ -86,6 +89,15 @@ void EndpointPacer::OnAccepted(MonotonicTime now, std::uint64_t wire_bytes,
   accepted_since_decrease_ = true;
   const double costs[2] = {1.0, static_cast<double>(wire_bytes)};
   Lane* lanes[2] = {&requests_, &bytes_};
+  const bool restart =
+      policy_.restart_after_refusals > 0 && refusals_in_a_row_ >= policy_.restart_after_refusals &&
+      now - streak_from_ >= policy_.restart_after_outage && last_wait_ <= policy_.restart_max_wait;
+  refusals_in_a_row_ = 0;
+  if (restart && !requests_.advertised && !bytes_.advertised) {
+    Restart(requests_, now, costs[0], policy_.min_requests_per_s);
+    Restart(bytes_, now, costs[1], ByteFloor());
+    last_refusal_ = now;  // the restarted rate is kept like a learned one
+  }
   for (int i = 0; i < 2; ++i) {
     lanes[i]->accepted_since_start += costs[i];
     lanes[i]->accepted_units += costs[i];
@@ -101,6 +113,8 @@ void EndpointPacer::OnRefused(MonotonicTime now, milliseconds wait,
   std::lock_guard lock(mu_);
   if (!first_) first_ = now;
   if (quota) Advertise(*quota, now);
+  if (refusals_in_a_row_++ == 0) streak_from_ = now;
+  last_wait_ = wait;
   // One decrease per episode: senders refused together, or a chunk refused again
   // right after its wait, say the same thing once. With several senders in flight
   // (LLP 0018) a request sent before the decrease may be accepted after it and another
@@ -111,7 +125,7 @@ void EndpointPacer::OnRefused(MonotonicTime now, milliseconds wait,
   episode_until_ = now + wait;
   last_refusal_ = now;
   // Bytes first: the request lane's count decides whether there is anything to learn.
-  Learn(bytes_, now, wait, policy_.min_bytes_per_s);
+  Learn(bytes_, now, wait, ByteFloor());
   Learn(requests_, now, wait, policy_.min_requests_per_s);
 }
 
@@ -146,13 +160,37 @@ void EndpointPacer::Learn(Lane& lane, MonotonicTime now, milliseconds wait, doub
   lane.accepted_units = 0;
 }
 
+// The byte lane's floor is also the request floor in bytes (times the mean accepted
+// request): else a byte rate cut to min_bytes_per_s paces 64 KiB requests at one per
+// 16 s, far below min_requests_per_s, and a sender starved once stays starved.
+// @ref LLP 0016#herd
+double EndpointPacer::ByteFloor() const {
+  if (requests_.accepted_total <= 0) return policy_.min_bytes_per_s;
+  const double mean = bytes_.accepted_total / requests_.accepted_total;
+  return std::max(policy_.min_bytes_per_s, policy_.min_requests_per_s * mean);
+}
+
+// Back from an outage (refused several times in a row, then accepted): one request per
+// the last wait, in slow start. What was learned before the outage says nothing about
+// how many others now return with it. @ref LLP 0016#herd
+void EndpointPacer::Restart(Lane& lane, MonotonicTime now, double cost, double floor) {
+  const double wait = std::max(Secs(last_wait_), 1e-3);
+  lane.learned = std::max(cost / wait, floor);
+  lane.slow_start = true;
+  lane.rate_at_decrease = *lane.learned;
+  lane.increase_from = now;
+  lane.measure_from = now;
+  lane.accepted_units = 0;
+  lane.tat = now + FromSecs(cost / *lane.learned);
+}
+
 void EndpointPacer::Increase(Lane& lane, MonotonicTime now) const {
   if (!lane.learned) return;
   if (now <= lane.increase_from) return;
-  const double dt = std::min(Secs(now - lane.increase_from), kMaxIncreaseStep);
+  const double elapsed = Secs(now - lane.increase_from);
   if (lane.slow_start) {
     const double doubling = std::chrono::duration<double>(policy_.slow_start_doubling).count();
-    lane.learned = *lane.learned * std::exp2(dt / doubling);
+    lane.learned = *lane.learned * std::exp2(std::min(elapsed, kMaxIncreaseStep) / doubling);
   } else {
     // The per-request unit: 1 in the request lane, the mean accepted request in bytes.
     const double unit = &lane == &requests_ || requests_.accepted_total <= 0
@@ -160,7 +198,12 @@ void EndpointPacer::Increase(Lane& lane, MonotonicTime now) const {
                             : lane.accepted_total / requests_.accepted_total;
     const double step = std::max(policy_.increase_per_s * lane.rate_at_decrease,
                                  policy_.increase_requests_per_s * unit);
-    lane.learned = *lane.learned + step * dt;
+    // A silence counts as at most a second, but the pace's own interval between two
+    // requests is sending, not silence: a sender paced at a small share (one request
+    // every 5 s) must not rise five times slower per second than a large one.
+    // @ref LLP 0016#herd
+    const double interval = kPaceIntervalsCounted * unit / *lane.learned;
+    lane.learned = *lane.learned + step * std::min(elapsed, std::max(kMaxIncreaseStep, interval));
   }
   lane.increase_from = now;
 }

@@ -51,6 +51,7 @@ struct Config {
   double line_rate = 200e6;
   double horizon_s = 3600;
   unsigned seed = 1;
+  std::size_t outage_phase_attempt = fwdsink::BackpressurePolicy{}.outage_phase_attempt;
   fwdsink::PacingPolicy pacing_policy{};  // --decrease --ss-decrease --increase (tuning)
 };
 
@@ -74,6 +75,7 @@ class Sim {
   explicit Sim(Config c) : c_(c), rng_(c.seed), tokens_(c.burst) {
     random_ = [this] { return unit_(rng_); };
     policy_.jitter = c.jitter;
+    policy_.outage_phase_attempt = c.outage_phase_attempt;
     auto gate = std::make_shared<fwdsink::EndpointGate>();
     fwdsink::PacingPolicy pp = c.pacing_policy;
     pp.enabled = c.pacing;
@@ -330,6 +332,12 @@ int main(int argc, char** argv) {
       c.pacing_policy.increase_requests_per_s = std::atof(v.c_str());
     else if (k == "--ss-doubling-ms")
       c.pacing_policy.slow_start_doubling = milliseconds{std::atol(v.c_str())};
+    else if (k == "--restart")
+      c.pacing_policy.restart_after_refusals = static_cast<std::size_t>(std::atoi(v.c_str()));
+    else if (k == "--restart-after-s")
+      c.pacing_policy.restart_after_outage = milliseconds{std::atol(v.c_str()) * 1000};
+    else if (k == "--phase-attempt")
+      c.outage_phase_attempt = static_cast<std::size_t>(std::atoi(v.c_str()));
     else if (k == "--seed")
       c.seed = static_cast<unsigned>(std::atoi(v.c_str()));
     else {

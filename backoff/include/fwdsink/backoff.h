@@ -40,10 +40,18 @@ struct BackpressurePolicy {
   std::chrono::milliseconds inline_budget = std::chrono::seconds{300};
   // Jitter as a fraction of a ladder wait, in [0, 1): a ladder wait w becomes a value
   // uniform in [w*(1-jitter), w*(1+jitter)], still capped at max_wait. A Retry-After
-  // wait (and a gate hold) is only ever lengthened, by at most min(10%, 1 s), never
-  // shortened. On by default, so a fleet that failed together does not return
-  // together; 0 turns it off (tests that check exact waits say so). @ref LLP 0016#jitter
+  // wait (and a gate hold) is only ever lengthened, by at most min(10%, 1 s) (once per
+  // outage more: outage_phase_attempt), never shortened. On by default, so a fleet that failed
+  // together does not return together; 0 turns it off (tests that check exact waits say so). @ref
+  // LLP 0016#jitter
   double jitter = 0.5;
+  // The failed attempt of one chunk (1-based; 0 = never) whose Retry-After wait is
+  // lengthened once more, by a random phase uniform in [0, Retry-After]: at the third,
+  // the sender has already waited two Retry-After periods, a long outage rather than a
+  // throttle, and a fleet told the same Retry-After must not return in one second when
+  // the outage ends. Only with jitter on; the other waits keep the <= min(10%, 1 s)
+  // bound, so a short throttle still ends within Retry-After + 1 s. @ref LLP 0016#herd
+  std::size_t outage_phase_attempt = 3;
 };
 
 // Checks a policy; returns OK when it is usable, else a kInvalidConfig status naming

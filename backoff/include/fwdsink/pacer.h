@@ -39,6 +39,18 @@ struct PacingPolicy {
   double increase_requests_per_s = 0.05;
   // Slow start doubles the rate every this much accepted sending; > 0.
   std::chrono::milliseconds slow_start_doubling = std::chrono::seconds{1};
+  // Restart after an outage: when at least restart_after_refusals refusals in a row
+  // (0 = never) span at least restart_after_outage, the last of them with a wait of at
+  // most restart_max_wait (a server-given Retry-After that synchronises a fleet, not a
+  // ladder rung whose own jitter already spreads it over tens of seconds), the first
+  // acceptance starts the learned rate again at one request per that wait (in bytes:
+  // that request's size per wait), in slow start, instead of "no limit" or what was
+  // learned before: TCP's restart after a timeout, so a fleet back from an outage does
+  // not send its whole backlog at once. A throttle (refused again after a 1 s
+  // Retry-After) is not an outage. @ref LLP 0016#herd
+  std::size_t restart_after_refusals = 3;
+  std::chrono::milliseconds restart_after_outage = std::chrono::seconds{10};
+  std::chrono::milliseconds restart_max_wait = std::chrono::seconds{10};
   // A learned limit with no refusal for this long is dropped ("no limit" again), and
   // an advertised quota not repeated for this long is dropped too.
   std::chrono::milliseconds forget_after = std::chrono::seconds{60};
@@ -116,15 +128,20 @@ class EndpointPacer {
   void Learn(Lane& lane, MonotonicTime now, std::chrono::milliseconds wait, double floor);
   void Increase(Lane& lane, MonotonicTime now) const;
   void Advertise(const AdvertisedQuota& q, MonotonicTime now);
+  [[nodiscard]] double ByteFloor() const;
+  void Restart(Lane& lane, MonotonicTime now, double cost, double floor);
 
   const PacingPolicy policy_;
   mutable std::mutex mu_;
-  Lane requests_;                        // guarded by mu_
-  Lane bytes_;                           // guarded by mu_
-  std::optional<MonotonicTime> first_;   // first reservation; guarded by mu_
-  MonotonicTime last_refusal_{};         // guarded by mu_
-  bool accepted_since_decrease_ = true;  // guarded by mu_
-  MonotonicTime episode_until_{};        // refusals before it join the last decrease; mu_
+  Lane requests_;                           // guarded by mu_
+  Lane bytes_;                              // guarded by mu_
+  std::optional<MonotonicTime> first_;      // first reservation; guarded by mu_
+  MonotonicTime last_refusal_{};            // guarded by mu_
+  bool accepted_since_decrease_ = true;     // guarded by mu_
+  MonotonicTime episode_until_{};           // refusals before it join the last decrease; mu_
+  std::size_t refusals_in_a_row_ = 0;       // since the last acceptance; guarded by mu_
+  std::chrono::milliseconds last_wait_{0};  // the last refusal's wait; guarded by mu_
+  MonotonicTime streak_from_{};             // the first of those refusals; guarded by mu_
 };
 
 }  // namespace fwdsink
