@@ -41,9 +41,9 @@ struct BackpressurePolicy {
   // Jitter as a fraction of a ladder wait, in [0, 1): a ladder wait w becomes a value
   // uniform in [w*(1-jitter), w*(1+jitter)], still capped at max_wait. A Retry-After
   // wait (and a gate hold) is only ever lengthened, by at most min(10%, 1 s) (once per
-  // outage more: outage_phase_attempt), never shortened. On by default, so a fleet that failed
-  // together does not return together; 0 turns it off (tests that check exact waits say so). @ref
-  // LLP 0016#jitter
+  // outage more: outage_phase_attempt), never shortened. On by default, so a fleet
+  // that failed together does not return together; 0 turns it off (tests that check
+  // exact waits say so). @ref LLP 0016#jitter
   double jitter = 0.5;
   // The failed attempt of one chunk (1-based; 0 = never) whose Retry-After wait is
   // lengthened once more, by a random phase uniform in [0, Retry-After]: at the third,
