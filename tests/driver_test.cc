@@ -52,8 +52,10 @@ struct Harness {
   std::vector<fwdsink::Event> events;
   std::unique_ptr<fwdsink::Driver> driver;
 
-  Harness(const std::filesystem::path& spool, const std::string& url, milliseconds horizon = 24h) {
+  Harness(const std::filesystem::path& spool, const std::string& url, milliseconds horizon = 24h,
+          fwdsink::EngineProfile profile = fwdsink::EngineProfile::kGeneric) {
     fwdsink::DriverOptions o;
+    o.forward.responses.profile = profile;
     o.spool_dir = spool;
     o.horizon = horizon;
     o.forward.url = url;
@@ -256,6 +258,26 @@ TEST_CASE("AnAuthErrorStopsTheTickWithoutTouchingTheOtherPartitions") {
   CHECK(r.last_error == fwdsink::Outcome::kAuthError);
   CHECK(server.requests().size() == 1);
   CHECK(FileNames(spool / "ready").size() == 2);
+  CHECK(h.driver->counters().auth_failures.load() == 1);
+  CHECK(h.driver->counters().config_stops.load() == 0);  // the twin of the next test
+}
+
+TEST_CASE("AConfigurationErrorStopsTheTickAndIsCountedAsOneNotAsAnAuthFailure") {
+  // ClickHouse's UNKNOWN_TABLE: our configuration is wrong, not our credentials.
+  ScriptedServer server;
+  server.Then(404, {{"X-ClickHouse-Exception-Code", "60"}},
+              "Code: 60, e.displayText() = DB::Exception: Table default.nope doesn't exist.\n");
+  const auto spool = FreshSpool("config");
+  AddPartition(spool, "a", 2);
+  AddPartition(spool, "b", 2);
+  Harness h(spool, server.url(), 24h, fwdsink::EngineProfile::kClickHouse);
+  const auto r = h.driver->Tick();
+  CHECK(r.errors == 1);
+  CHECK(r.last_error == fwdsink::Outcome::kConfigError);
+  CHECK(server.requests().size() == 1);
+  CHECK(FileNames(spool / "ready").size() == 2);
+  CHECK(h.driver->counters().config_stops.load() == 1);
+  CHECK(h.driver->counters().auth_failures.load() == 0);
 }
 
 TEST_CASE("CloseFromAnotherThreadEndsRun") {

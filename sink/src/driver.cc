@@ -397,7 +397,8 @@ void Driver::Impl::Conclude(const ReadyPartition& p, const ForwardResult& r, Tic
       // overload level instead. @ref LLP 0023#backoff-everywhere
       report.errors += 1;
       report.last_error = r.outcome;
-      counters.auth_failures.fetch_add(1, std::memory_order_relaxed);
+      (r.outcome == Outcome::kConfigError ? counters.config_stops : counters.auth_failures)
+          .fetch_add(1, std::memory_order_relaxed);
       stop_tick.store(true);
       return;
   }

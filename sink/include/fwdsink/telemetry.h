@@ -305,6 +305,7 @@ class JsonObject {
   COUNTER(permanent_errors, "Passes where every request failed the same permanent way.")         \
   COUNTER(cursor_save_failures, "Ticks stopped because a cursor could not be saved.")            \
   COUNTER(auth_failures, "Ticks stopped by an auth or TLS failure (never dead-lettered).")       \
+  COUNTER(config_stops, "Ticks stopped by a configuration error the server reported.")           \
   COUNTER(quarantined, "ready/ entries moved to quarantine/ (links, FIFOs, bad names).")         \
   COUNTER(spool_repairs, "Spool folders recreated after they vanished.")                         \
   COUNTER(handover_changed, "Delivered partitions changed after hand-over (kept).")              \
