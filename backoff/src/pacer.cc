@@ -165,9 +165,14 @@ void EndpointPacer::Learn(Lane& lane, MonotonicTime now, milliseconds wait, doub
 // 16 s, far below min_requests_per_s, and a sender starved once stays starved.
 // @ref LLP 0016#herd
 double EndpointPacer::ByteFloor() const {
-  if (requests_.accepted_total <= 0) return policy_.min_bytes_per_s;
-  const double mean = bytes_.accepted_total / requests_.accepted_total;
-  return std::max(policy_.min_bytes_per_s, policy_.min_requests_per_s * mean);
+  return std::max(policy_.min_bytes_per_s, policy_.min_requests_per_s * UnitOf(bytes_));
+}
+
+// One request in the lane's units: 1 in the request lane; in the byte lane the mean
+// accepted request (1 until something was accepted).
+double EndpointPacer::UnitOf(const Lane& lane) const {
+  if (&lane == &requests_ || requests_.accepted_total <= 0) return 1.0;
+  return lane.accepted_total / requests_.accepted_total;
 }
 
 // Back from an outage (refused several times in a row, then accepted): one request per
@@ -192,10 +197,7 @@ void EndpointPacer::Increase(Lane& lane, MonotonicTime now) const {
     const double doubling = std::chrono::duration<double>(policy_.slow_start_doubling).count();
     lane.learned = *lane.learned * std::exp2(std::min(elapsed, kMaxIncreaseStep) / doubling);
   } else {
-    // The per-request unit: 1 in the request lane, the mean accepted request in bytes.
-    const double unit = &lane == &requests_ || requests_.accepted_total <= 0
-                            ? 1.0
-                            : lane.accepted_total / requests_.accepted_total;
+    const double unit = UnitOf(lane);
     const double step = std::max(policy_.increase_per_s * lane.rate_at_decrease,
                                  policy_.increase_requests_per_s * unit);
     // A silence counts as at most a second, but the pace's own interval between two

@@ -129,6 +129,7 @@ class EndpointPacer {
   void Increase(Lane& lane, MonotonicTime now) const;
   void Advertise(const AdvertisedQuota& q, MonotonicTime now);
   [[nodiscard]] double ByteFloor() const;
+  [[nodiscard]] double UnitOf(const Lane& lane) const;
   void Restart(Lane& lane, MonotonicTime now, double cost, double floor);
 
   const PacingPolicy policy_;
