@@ -16,20 +16,22 @@
 
 #include "fwdsink/dead_letters.h"
 #include "fwdsink/driver.h"
+#include "fwdsink/exit_code.h"
 #include "fwdsink/settings.h"
 #include "request_options.h"
 
 namespace fwdsink_cli {
 
-// sysexits(3) codes: shell scripts and service managers read these.
-inline constexpr int kExitOk = 0;
-inline constexpr int kExitUsage = 64;     // EX_USAGE: bad command line or config
-inline constexpr int kExitDataErr = 65;   // EX_DATAERR: rows went to dead letters
-inline constexpr int kExitNoInput = 66;   // EX_NOINPUT: named dead letter not found
-inline constexpr int kExitIoErr = 74;     // EX_IOERR: the spool cannot be read/written
-inline constexpr int kExitTempFail = 75;  // EX_TEMPFAIL: something left for a later run
-inline constexpr int kExitNoPerm = 77;    // EX_NOPERM: the server refused our token
-inline constexpr int kExitConfig = 78;    // EX_CONFIG: the server refuses our configuration
+// sysexits(3) codes: shell scripts and service managers read these. The library's
+// (fwdsink/exit_code.h, shared with the C API), plus the daemon's own 66.
+using fwdsink::kExitConfig;              // 78 EX_CONFIG: the server refuses our configuration
+using fwdsink::kExitDataErr;             // 65 EX_DATAERR: rows went to dead letters
+using fwdsink::kExitIoErr;               // 74 EX_IOERR: the spool cannot be read/written
+using fwdsink::kExitNoPerm;              // 77 EX_NOPERM: the server refused our token
+using fwdsink::kExitOk;                  // 0
+using fwdsink::kExitTempFail;            // 75 EX_TEMPFAIL: something left for a later run
+using fwdsink::kExitUsage;               // 64 EX_USAGE: bad command line or config
+inline constexpr int kExitNoInput = 66;  // EX_NOINPUT: named dead letter not found
 
 // A command-line problem: the option concerned ("--ladder") and what is wrong.
 struct UsageError {
