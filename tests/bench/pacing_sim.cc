@@ -110,6 +110,19 @@ class Sim {
     const double ideal = std::max(0.0, total - c_.burst) / c_.rate;
     // Every chunk accepted at most once (a duplicate is a bug), and all of them within
     // the horizon (a herd that never drains is a result, reported as drained=no).
+    if (std::getenv("PACING_SIM_SERIES")) {
+      // Accepted units per 10 s (and the senders still holding a backlog), to see where
+      // a drain loses time.
+      std::vector<double> per10;
+      for (const auto& [t, i] : accept_log_) {
+        const auto b = static_cast<std::size_t>(t / 10);
+        if (per10.size() <= b) per10.resize(b + 1);
+        per10[b] += c_.bytes ? c_.chunk_bytes : 1;
+      }
+      for (std::size_t b = 0; b < per10.size(); ++b)
+        std::fprintf(stderr, "t=%zu-%zu s accepted %.0f (%.2f of capacity)\n", b * 10, b * 10 + 10,
+                     per10[b], per10[b] / (10 * c_.rate));
+    }
     double window = 0, fleet_goodput = 0, jain = 0;
     if (!accept_log_.empty()) FleetWindow(window, fleet_goodput, jain);
     bool once = true, drained = true;
