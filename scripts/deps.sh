@@ -8,7 +8,8 @@ set -euo pipefail
 PKGS=(
   g++ cmake make pkg-config            # toolchain
   libcpp-httplib-dev                   # HTTP/HTTPS client and the reference receiver
-  nlohmann-json3-dev                   # JSON: error bodies, receiver row checks, stats
+  nlohmann-json3-dev                   # JSON: error bodies, stats
+  libsimdjson-dev                      # the reference receiver's row checks (fast enough for figure 9z)
   libtomlplusplus-dev                  # toml++: the daemon's --config file (header-only use)
   libssl-dev openssl                   # TLS, and the CLI the TLS tests use to make certificates
   libzstd-dev zstd                     # compression (library; CLI for the benchmark baseline)

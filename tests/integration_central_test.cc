@@ -232,7 +232,10 @@ TEST_CASE("central validates encodings and rows and stores nothing from a bad ch
   auto cli = MakeClient(central);
 
   SUBCASE("a row that is not a JSON object names its line") {
-    for (const std::string bad : {"[1]", "42", "{\"a\":", "", "\"s\""}) {
+    // Two documents on one line, trailing garbage, a trailing comma, invalid UTF-8 in a
+    // string, a bare control character: each is one bad row, not a valid one.
+    for (const std::string bad : {"[1]", "42", "{\"a\":", "", "\"s\"", "{}{}", "{\"a\":1} x",
+                                  "{\"a\":1,}", "{\"a\":\"\xff\"}", "{\"a\":\"\x01\"}"}) {
       CAPTURE(bad);
       auto res = Post(cli, "{\"ok\":1}\n{\"ok\":2}\n" + bad + "\n{\"ok\":3}\n", "k");
       REQUIRE(res);
@@ -241,7 +244,13 @@ TEST_CASE("central validates encodings and rows and stores nothing from a bad ch
             json::parse(R"({"error":"malformed row","details":{"reason":"bad_row","line":3}})"));
     }
     CHECK(central.received_rows().empty());
-    CHECK(Post(cli, "{\"ok\":1}\n  {\"ok\":2}  \n", "k")->status == 200);  // the twin
+    // The twin: surrounding blanks, UTF-8 and escapes are fine, and the rows are stored
+    // exactly as sent (the check's padding is not).
+    CHECK(Post(cli, "{\"ok\":1}\n  {\"ok\":2}  \n{\"s\":\"caf\xc3\xa9 \\u00e9\\n\"}\n", "k")
+              ->status == 200);
+    CHECK(central.received_rows() ==
+          std::vector<std::string>{"{\"ok\":1}", "  {\"ok\":2}  ",
+                                   "{\"s\":\"caf\xc3\xa9 \\u00e9\\n\"}"});
   }
   SUBCASE("a final line without a newline") {
     auto res = Post(cli, "{\"a\":1}\n{\"a\":2}", "k");

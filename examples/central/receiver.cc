@@ -3,6 +3,7 @@
 
 #include <zstd.h>
 
+#include <simdjson.h>
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
@@ -81,27 +82,40 @@ DecodeError ZstdDecode(std::string_view wire, std::uint64_t max_out, std::string
 }
 
 // Checks that body is whole lines, each a JSON object. Returns the row count, or sets
-// *bad_line (1-based) / *unterminated.
-std::optional<std::uint64_t> ValidateRows(std::string_view body, std::uint64_t* bad_line,
+// *bad_line (1-based) / *unterminated. `body` is padded for simdjson (which reads up
+// to SIMDJSON_PADDING bytes past a document) and given back unchanged.
+// @ref LLP 0011#row-check
+std::optional<std::uint64_t> ValidateRows(std::string& body, std::uint64_t* bad_line,
                                           bool* unterminated) {
+  const std::size_t size = body.size();
+  body.append(simdjson::SIMDJSON_PADDING, ' ');
+  std::string_view rest(body.data(), size);
+  thread_local simdjson::dom::parser parser;
   std::uint64_t rows = 0;
-  while (!body.empty()) {
-    auto nl = body.find('\n');
+  std::optional<std::uint64_t> result;
+  while (true) {
+    if (rest.empty()) {
+      result = rows;
+      break;
+    }
+    const auto nl = rest.find('\n');
     if (nl == std::string_view::npos) {
       *unterminated = true;
-      return std::nullopt;
+      break;
     }
-    std::string_view line = body.substr(0, nl);
-    body.remove_prefix(nl + 1);
+    const std::string_view line = rest.substr(0, nl);
+    rest.remove_prefix(nl + 1);
     ++rows;
-    std::string_view trimmed = Trim(line);
-    // accept() alone would take `1` or `"x"`; rows must be objects.
-    if (trimmed.empty() || trimmed.front() != '{' || !json::accept(line)) {
+    // Rows must be objects: a bare `1` or `"x"` is valid JSON but not a row.
+    simdjson::dom::element row;
+    if (Trim(line).empty() || parser.parse(line.data(), line.size(), false).get(row) ||
+        !row.is_object()) {
       *bad_line = rows;
-      return std::nullopt;
+      break;
     }
   }
-  return rows;
+  body.resize(size);
+  return result;
 }
 
 // Error statuses that tell the client to back off and retry in place.
@@ -281,6 +295,7 @@ Decision Receiver::Decide(const httplib::Request& req, std::uint64_t post_number
       case DecodeError::kBadEncoding: return Refuse(400, "bad encoding", "bad_encoding", false);
     }
   } else {
+    decoded.reserve(wire.size() + simdjson::SIMDJSON_PADDING);
     decoded = wire;
   }
   std::uint64_t bad_line = 0;
