@@ -10,7 +10,9 @@
 // Prints one line of key=value: requests, refused, peak_rps_10s (peak requests per
 // second in the 10 s after recovery), drain_s (recovery to the last acceptance),
 // ideal_s (what the bucket allows for the backlog), every_row_once (each chunk accepted
-// exactly once).
+// exactly once). On stderr when set: PACING_SIM_SERIES (accepted per 10 s),
+// PACING_SIM_STATES (every 10 s from recovery, the senders still holding a backlog by
+// what they wait for), PACING_SIM_TRACE (every refusal), PACING_SIM_RATES=i, _SHARES.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -60,6 +62,10 @@ MonotonicTime::duration Dur(double s) {
   return std::chrono::duration_cast<MonotonicTime::duration>(std::chrono::duration<double>(s));
 }
 
+// What a sender with a backlog is waiting for (PACING_SIM_STATES).
+enum class Doing { kSending, kGate, kPacer, kRetryAfter, kLadder, kRespool, kCount };
+constexpr const char* kDoing[] = {"sending", "gate", "pacer", "retry_after", "ladder", "respool"};
+
 struct Sender {
   std::shared_ptr<fwdsink::EndpointGate> gate;
   std::shared_ptr<fwdsink::EndpointPacer> pacer;
@@ -68,6 +74,8 @@ struct Sender {
   std::size_t attempt = 0;
   MonotonicTime chunk_first{};
   bool chunk_started = false;
+  Doing doing = Doing::kSending;
+  std::size_t rung = 0;  // the ladder rung slept on (doing == kLadder)
 };
 
 class Sim {
@@ -96,6 +104,7 @@ class Sim {
       auto [t, i] = queue_.top();
       queue_.pop();
       if (Secs(t - t0_) > c_.horizon_s) break;
+      if (states_) States(Secs(t - t0_));
       Step(t, i);
     }
   }
@@ -171,6 +180,29 @@ class Sim {
     jain = sq > 0 ? total * total / (static_cast<double>(units.size()) * sq) : 0;
   }
 
+  // Every 10 s from recovery: the senders still holding a backlog, by what they wait for
+  // (ladder waits by rung, the last counting any later), with the chunks they hold; "never
+  // accepted": still on their first chunk. To see what a drain's tail is made of.
+  void States(double now) {
+    for (; now >= next_states_; next_states_ += 10) {
+      int n[static_cast<int>(Doing::kCount)] = {}, chunks[static_cast<int>(Doing::kCount)] = {};
+      int rungs[4] = {}, never = 0;
+      for (const Sender& s : senders_) {
+        if (s.next_chunk >= c_.chunks) continue;
+        ++n[static_cast<int>(s.doing)];
+        chunks[static_cast<int>(s.doing)] += c_.chunks - s.next_chunk;
+        if (s.doing == Doing::kLadder) ++rungs[std::min<std::size_t>(s.rung, 3)];
+        if (s.next_chunk == 0) ++never;
+      }
+      std::fprintf(stderr, "t=%.0f s backlog by wait:", next_states_);
+      for (int k = 0; k < static_cast<int>(Doing::kCount); ++k)
+        std::fprintf(stderr, " %s %d (%d chunks)", kDoing[k], n[k], chunks[k]);
+      std::fprintf(stderr, "; ladder by rung:");
+      for (int r : rungs) std::fprintf(stderr, " %d", r);
+      std::fprintf(stderr, "; never accepted %d\n", never);
+    }
+  }
+
   double CapacityRps() const { return c_.bytes ? c_.rate / c_.chunk_bytes : c_.rate; }
 
   void Schedule(MonotonicTime t, int i) { queue_.push({t, i}); }
@@ -186,6 +218,7 @@ class Sim {
     }
     const auto hold = s.gate->Remaining(t);
     if (hold.remaining > 0ms) {
+      s.doing = Doing::kGate;
       Schedule(t + fwdsink::JitterLonger(hold.remaining, c_.jitter, random_), i);
       return;
     }
@@ -194,11 +227,13 @@ class Sim {
       const auto pace = s.pacer->Reserve(t, size);
       if (pace > 0ms) {
         pending_pace_[i] = true;
+        s.doing = Doing::kPacer;
         Schedule(t + pace, i);
         return;
       }
     }
     pending_pace_[i] = false;
+    s.doing = Doing::kSending;
     Send(t, i);
   }
 
@@ -263,9 +298,12 @@ class Sim {
       // Respooled: the driver's next tick, after its (jittered) pause.
       s.overload.Record(true, false);
       s.chunk_started = false;
+      s.doing = Doing::kRespool;
       Schedule(done + fwdsink::JitterSpread(s.overload.Pause(), c_.jitter, random_), i);
       return;
     }
+    s.doing = d.source == fwdsink::WaitSource::kLadder ? Doing::kLadder : Doing::kRetryAfter;
+    s.rung = d.rung;
     Schedule(done + d.wait, i);
   }
 
@@ -298,6 +336,8 @@ class Sim {
   double refilled_at_ = 0;
   std::vector<int> per_second_;
   std::vector<std::pair<double, int>> accept_log_;
+  const bool states_ = std::getenv("PACING_SIM_STATES") != nullptr;
+  double next_states_ = c_.outage_s;
   double next_trace_ = 0;  // (time, sender) of every acceptance
   std::uint64_t requests_ = 0, refused_ = 0;
   double last_accept_ = 0, first_accept_after_ = 0, accepted_units_ = 0;
