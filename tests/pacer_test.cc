@@ -46,6 +46,32 @@ struct Bucket {
   }
 };
 
+// Slow start only doubling: the cases that build a starved sender from a tiny first
+// estimate (slow_start_requests_per_s would lift it to a fair share's order).
+PacingPolicy PureDoubling(PacingPolicy policy = {}) {
+  policy.slow_start_requests_per_s = 0;
+  return policy;
+}
+
+// A sender that accepted `n` requests 10 ms apart, was refused (1 s wait) and then
+// sent for `secs` seconds in slow start at its pace; returns its request rate then, and
+// sets `estimate` to the first estimate and `doublings` to the seconds of slow start.
+double SlowStart(const PacingPolicy& policy, int n, double secs, double& estimate,
+                 double& doublings) {
+  fwdsink::FakeClock clock;
+  EndpointPacer p(policy);
+  AcceptMany(p, clock, n);
+  p.OnRefused(clock.MonotonicNow(), 1s, std::nullopt);
+  estimate = p.Current(clock.MonotonicNow()).requests_per_s;
+  clock.Advance(1s);  // the wait: slow start accrues from its end
+  const MonotonicTime t0 = clock.MonotonicNow();
+  while (clock.MonotonicNow() - t0 < std::chrono::duration<double>(secs)) {
+    AcceptMany(p, clock, 1);
+  }
+  doublings = std::chrono::duration<double>(clock.MonotonicNow() - t0).count();
+  return p.Current(clock.MonotonicNow()).requests_per_s;
+}
+
 }  // namespace
 
 TEST_CASE("UnthrottledThePacerNeverWaitsAndLearnsNothing") {
@@ -157,12 +183,12 @@ TEST_CASE("AStarvedSenderClimbsByTheSameAbsoluteStepAsALargeOne") {
                      after.bytes_per_s - before.bytes_per_s};
   };
   const PacingPolicy policy;
-  const auto [requests, bytes] = starve(policy);
+  const auto [requests, bytes] = starve(PureDoubling());
   CHECK(policy.increase_requests_per_s >= 0.05);
   CHECK(requests >= 0.8);  // 20 s x 0.05 requests/s per second, less rounding
   CHECK(bytes >= 0.8 * kChunk);
   SUBCASE("twin: without the absolute step it creeps by a fraction of its own rate") {
-    const auto [r0, b0] = starve({.increase_requests_per_s = 0});
+    const auto [r0, b0] = starve(PureDoubling({.increase_requests_per_s = 0}));
     CHECK(r0 < 0.1 * requests);
     CHECK(b0 < 0.1 * bytes);
   }
@@ -368,7 +394,7 @@ TEST_CASE("ASlowPaceRisesPerSecondNotPerRequest") {
   // share climbs per second at least half as fast as a large one. @ref LLP 0016#herd
   auto climb = [](milliseconds idle) {
     fwdsink::FakeClock clock;
-    EndpointPacer p;
+    EndpointPacer p(PureDoubling());
     AcceptMany(p, clock, 2);
     p.OnRefused(clock.MonotonicNow(), 30s, std::nullopt);  // learned at the floor
     clock.Advance(30s);
@@ -397,5 +423,29 @@ TEST_CASE("ASlowPaceRisesPerSecondNotPerRequest") {
     const double idle = climb(10s);
     MESSAGE("rise over 20 s with 10 s gaps: " << idle << " requests/s");
     CHECK(idle < 6 * policy.increase_requests_per_s);
+  }
+}
+
+TEST_CASE("SlowStartAddsAStepEverySenderSharesSoTheFirstEstimatesLuckFades") {
+  // Two daemons on one limiter: one caught 2 requests of its initial burst, the other 8
+  // (a first estimate ~4x larger). Slow start doubles (e + u) - u, u = 2 requests/s:
+  // after 3 s the larger is well under 4x the smaller. @ref LLP 0016#fairness
+  const PacingPolicy policy;
+  const double u = policy.slow_start_requests_per_s;
+  REQUIRE(u > 0);
+  double e_small = 0, e_large = 0, t_small = 0, t_large = 0;
+  const double small = SlowStart(policy, 2, 3.0, e_small, t_small);
+  const double large = SlowStart(policy, 8, 3.0, e_large, t_large);
+  MESSAGE("first estimates " << e_small << ", " << e_large << " -> " << small << ", " << large);
+  CHECK(e_large > 3.5 * e_small);
+  // Exactly (e + u) 2^t - u: the affine steps compose, however the seconds are cut.
+  CHECK(small == doctest::Approx((e_small + u) * std::exp2(t_small) - u).epsilon(1e-6));
+  CHECK(large == doctest::Approx((e_large + u) * std::exp2(t_large) - u).epsilon(1e-6));
+  CHECK(large / small < 0.7 * (e_large / e_small));
+  SUBCASE("twin: pure doubling keeps the first estimates' ratio") {
+    const double small0 = SlowStart(PureDoubling(), 2, 3.0, e_small, t_small);
+    const double large0 = SlowStart(PureDoubling(), 8, 3.0, e_large, t_large);
+    CHECK(small0 == doctest::Approx(e_small * std::exp2(t_small)).epsilon(1e-6));
+    CHECK(large0 / small0 == doctest::Approx(e_large / e_small).epsilon(0.05));
   }
 }

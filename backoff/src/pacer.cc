@@ -194,8 +194,12 @@ void EndpointPacer::Increase(Lane& lane, MonotonicTime now) const {
   if (now <= lane.increase_from) return;
   const double elapsed = Secs(now - lane.increase_from);
   if (lane.slow_start) {
+    // Doubling (e + u) - u, u one request's share of every sender: the first estimate's
+    // luck is diluted, not doubled along. @ref LLP 0016#fairness
     const double doubling = std::chrono::duration<double>(policy_.slow_start_doubling).count();
-    lane.learned = *lane.learned * std::exp2(std::min(elapsed, kMaxIncreaseStep) / doubling);
+    const double growth = std::exp2(std::min(elapsed, kMaxIncreaseStep) / doubling);
+    const double shared = policy_.slow_start_requests_per_s * UnitOf(lane);
+    lane.learned = *lane.learned * growth + shared * (growth - 1);
   } else {
     const double unit = UnitOf(lane);
     const double step = std::max(policy_.increase_per_s * lane.rate_at_decrease,

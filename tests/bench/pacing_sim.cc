@@ -383,6 +383,8 @@ int main(int argc, char** argv) {
       c.pacing_policy.increase_per_s = std::atof(v.c_str());
     else if (k == "--increase-abs")
       c.pacing_policy.increase_requests_per_s = std::atof(v.c_str());
+    else if (k == "--ss-increase-abs")
+      c.pacing_policy.slow_start_requests_per_s = std::atof(v.c_str());
     else if (k == "--ss-doubling-ms")
       c.pacing_policy.slow_start_doubling = milliseconds{std::atol(v.c_str())};
     else if (k == "--restart")

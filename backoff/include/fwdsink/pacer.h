@@ -20,7 +20,8 @@ namespace fwdsink {
 // accepted sending then adds 0.3% of that rate (additive increase), so a limit with a
 // burst of a quarter second is probed about once per 20 s; a learned limit is
 // forgotten after 60 s without a refusal. Before the first decrease the rate doubles
-// every second from its first estimate (slow start), and leaving it cuts to 0.55 x.
+// every second from its first estimate plus a step every sender shares (slow start),
+// and leaving it cuts to 0.55 x.
 // Tuned on the simulation (tests/bench/pacing_sim.cc). @ref LLP 0016#controller
 struct PacingPolicy {
   // false: the pacer never waits and learns nothing (--pacing off).
@@ -39,6 +40,13 @@ struct PacingPolicy {
   double increase_requests_per_s = 0.05;
   // Slow start doubles the rate every this much accepted sending; > 0.
   std::chrono::milliseconds slow_start_doubling = std::chrono::seconds{1};
+  // ... and adds this many requests/s (in the byte dimension: times the mean wire size
+  // of an accepted request), doubling with it: after n doublings from a first estimate
+  // e the rate is 2^n x (e + this) - this. The first estimate is each daemon's luck in
+  // the limiter's initial burst (4x apart in a fleet); a step every sender shares
+  // dilutes that luck before slow start ends. >= 0; 0: slow start only doubles.
+  // @ref LLP 0016#fairness
+  double slow_start_requests_per_s = 2.0;
   // Restart after an outage: when at least restart_after_refusals refusals in a row
   // (0 = never) span at least restart_after_outage, the last of them with a wait of at
   // most restart_max_wait (a server-given Retry-After that synchronises a fleet, not a
