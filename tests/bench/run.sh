@@ -13,6 +13,11 @@
 #                                           into build-bench/)
 #   --work DIR                              scratch data (default /tmp/fwdsink-bench; deleted
 #                                           at the end unless --keep)
+#   --receiver-dir DIR                      where the receiver stores what it accepts (default:
+#                                           inside --work). A tmpfs here (/dev/shm) models a
+#                                           receiver on another machine: on one shared disk the
+#                                           daemon's cursor fsync waits for the receiver's
+#                                           writeback (LLP 0030#third-pass)
 #
 # Everything talks to 127.0.0.1 only, on ephemeral ports. Exit status: 0 when every
 # figure ran (a missed target is reported in the table, not as a failure), 1 when the
@@ -39,7 +44,7 @@ readonly SYSLOG_STALL_S=30                # ... and given up when no row arrives
 
 smoke=0 only="" runs="" keep=0
 daemon="" central="" gen="" closeb="" sim="" proxy=""
-work=/tmp/fwdsink-bench
+work=/tmp/fwdsink-bench receiver_dir=""
 while (($#)); do
   case "$1" in
     --smoke) smoke=1 ;;
@@ -52,8 +57,9 @@ while (($#)); do
     --sim) sim=$2; shift ;;
     --proxy) proxy=$2; shift ;;
     --work) work=$2; shift ;;
+    --receiver-dir) receiver_dir=$2; shift ;;
     --keep) keep=1 ;;
-    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument '$1' (see --help)" >&2; exit 64 ;;
   esac
   shift
@@ -138,7 +144,7 @@ cleanup() {
   stop_syslog
   [[ -n ${ch_pid:-} ]] && kill -TERM "$ch_pid" 2>/dev/null && wait "$ch_pid" 2>/dev/null
   stop_nginx
-  ((keep)) || rm -rf "$work"
+  ((keep)) || { rm -rf "$work"; ! declare -F free_receiver_dirs >/dev/null || free_receiver_dirs all; [[ -z $receiver_dir ]] || rmdir "$receiver_dir" 2>/dev/null || true; }
 }
 stop_syslog() { [[ -n ${syslog_pid:-} ]] && kill -TERM "$syslog_pid" 2>/dev/null; syslog_pid=""; }
 trap cleanup EXIT
@@ -152,10 +158,30 @@ calc() { awk "BEGIN {printf \"%.${2:-2}f\", $1}"; }
 # met VALUE OP LIMIT -> yes/NO
 met() { awk -v a="$1" -v b="$3" -v op="$2" 'BEGIN {ok = (op == "<=") ? a <= b : a >= b; print ok ? "yes" : "NO"}'; }
 
-# start_central DIR ARGS...: starts the receiver, sets central_pid and port.
+# start_central DIR ARGS...: starts the receiver, sets central_pid and port. With
+# --receiver-dir, DIR is a symlink to a fresh folder there; a folder whose link the
+# figure has since removed is freed here, the rest at exit.
+receiver_links=()
+free_receiver_dirs() {  # [all]
+  local link target keep=()
+  for link in "${receiver_links[@]}"; do
+    target=${link#*=}; link=${link%%=*}
+    if [[ ${1:-} == all || ! -L $link ]]; then rm -rf "$target"; else keep+=("$link=$target"); fi
+  done
+  receiver_links=("${keep[@]}")
+}
 start_central() {
   local dir=$1; shift
-  rm -rf "$dir"; mkdir -p "$dir"
+  rm -rf "$dir"
+  if [[ -n $receiver_dir ]]; then
+    free_receiver_dirs
+    mkdir -p "$receiver_dir" "$(dirname "$dir")"
+    local real; real=$(mktemp -d "$receiver_dir/fwdsink-central.XXXXXX")
+    ln -s "$real" "$dir"
+    receiver_links+=("$dir=$real")
+  else
+    mkdir -p "$dir"
+  fi
   "$central" --listen 127.0.0.1:0 --out "$dir" --port-file "$dir/port" \
              --request-log "$dir/requests.ndjson" "$@" >"$dir/central.out" 2>&1 &
   central_pid=$!
