@@ -6,6 +6,7 @@
 
 #include <httplib.h>
 
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -60,11 +61,15 @@ class ScriptedServer {
     });
     server_.set_tcp_nodelay(true);  // see LLP 0011#tcp-nodelay
     port_ = server_.bind_to_any_port("127.0.0.1");
-    thread_ = std::thread([this] { server_.listen_after_bind(); });
-    // cpp-httplib 0.11.4 has no wait_until_ready(): poll is_running(), bounded.
-    for (int i = 0; i < 2000 && !server_.is_running(); ++i) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    }
+    thread_ = std::thread([this] {
+      server_.listen_after_bind();
+      listen_ended_ = true;
+    });
+    // cpp-httplib 0.11.4 has no wait_until_ready(), and a stop() before is_running()
+    // is lost (Stop() would then hang in join). The socket already listens, so clients
+    // may connect at once; only Stop() needs the loop running. A handshake, not a sleep:
+    // yield until the loop runs or has ended (a failed bind ends it at once).
+    while (!server_.is_running() && !listen_ended_) std::this_thread::yield();
   }
   ~ScriptedServer() { Stop(); }
 
@@ -101,6 +106,7 @@ class ScriptedServer {
   const std::string key_header_;
   httplib::Server server_;
   std::thread thread_;
+  std::atomic<bool> listen_ended_{false};
   int port_ = 0;
   mutable std::mutex mu_;
   std::condition_variable cv_;
