@@ -81,41 +81,42 @@ DecodeError ZstdDecode(std::string_view wire, std::uint64_t max_out, std::string
   return last == 0 ? DecodeError::kNone : DecodeError::kBadEncoding;
 }
 
-// Checks that body is whole lines, each a JSON object. Returns the row count, or sets
-// *bad_line (1-based) / *unterminated. `body` is padded for simdjson (which reads up
-// to SIMDJSON_PADDING bytes past a document) and given back unchanged.
+// Checks that `lines` is whole lines, each a JSON object. Returns the row count, or
+// sets *bad_line (1-based) / *unterminated. simdjson reads up to SIMDJSON_PADDING bytes
+// past a document: the caller's buffer must have them after `lines`.
+std::optional<std::uint64_t> CheckLines(std::string_view lines, std::uint64_t* bad_line,
+                                        bool* unterminated) {
+  thread_local simdjson::dom::parser parser;
+  std::uint64_t rows = 0;
+  while (!lines.empty()) {
+    const auto nl = lines.find('\n');
+    if (nl == std::string_view::npos) {
+      *unterminated = true;
+      return std::nullopt;
+    }
+    const std::string_view line = lines.substr(0, nl);
+    lines.remove_prefix(nl + 1);
+    ++rows;
+    // Rows must be objects: a bare `1` or `"x"` is valid JSON but not a row. A blank
+    // line is simdjson's EMPTY error.
+    simdjson::dom::element row;
+    if (parser.parse(line.data(), line.size(), false).get(row) || !row.is_object()) {
+      *bad_line = rows;
+      return std::nullopt;
+    }
+  }
+  return rows;
+}
+
+// CheckLines over `body`, padded for the check and given back unchanged.
 // @ref LLP 0011#row-check
 std::optional<std::uint64_t> ValidateRows(std::string& body, std::uint64_t* bad_line,
                                           bool* unterminated) {
   const std::size_t size = body.size();
   body.append(simdjson::SIMDJSON_PADDING, ' ');
-  std::string_view rest(body.data(), size);
-  thread_local simdjson::dom::parser parser;
-  std::uint64_t rows = 0;
-  std::optional<std::uint64_t> result;
-  while (true) {
-    if (rest.empty()) {
-      result = rows;
-      break;
-    }
-    const auto nl = rest.find('\n');
-    if (nl == std::string_view::npos) {
-      *unterminated = true;
-      break;
-    }
-    const std::string_view line = rest.substr(0, nl);
-    rest.remove_prefix(nl + 1);
-    ++rows;
-    // Rows must be objects: a bare `1` or `"x"` is valid JSON but not a row.
-    simdjson::dom::element row;
-    if (Trim(line).empty() || parser.parse(line.data(), line.size(), false).get(row) ||
-        !row.is_object()) {
-      *bad_line = rows;
-      break;
-    }
-  }
+  auto rows = CheckLines(std::string_view(body.data(), size), bad_line, unterminated);
   body.resize(size);
-  return result;
+  return rows;
 }
 
 // Error statuses that tell the client to back off and retry in place.
