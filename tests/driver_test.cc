@@ -246,20 +246,31 @@ TEST_CASE("CorruptCursorResumesFromZeroWithTheSameKeys") {
   CHECK(server.requests().front().key.rfind("c:0-", 0) == 0);
 }
 
+// Two ready partitions and a server whose one reply stops the tick: checks what every
+// such stop shares (one error of `expected`, one request, both partitions kept) and
+// returns the driver's {auth_failures, config_stops}.
+std::pair<std::uint64_t, std::uint64_t> TickStoppedBy(ScriptedServer& server, const char* name,
+                                                      fwdsink::Outcome expected,
+                                                      fwdsink::EngineProfile profile) {
+  const auto spool = FreshSpool(name);
+  AddPartition(spool, "a", 2);
+  AddPartition(spool, "b", 2);
+  Harness h(spool, server.url(), 24h, profile);  // no token provider: a 401 cannot be fixed
+  const auto r = h.driver->Tick();
+  CHECK(r.errors == 1);
+  CHECK(r.last_error == expected);
+  CHECK(server.requests().size() == 1);
+  CHECK(FileNames(spool / "ready").size() == 2);
+  return {h.driver->counters().auth_failures.load(), h.driver->counters().config_stops.load()};
+}
+
 TEST_CASE("AnAuthErrorStopsTheTickWithoutTouchingTheOtherPartitions") {
   ScriptedServer server;
   server.Then(401);
-  const auto spool = FreshSpool("auth");
-  AddPartition(spool, "a", 2);
-  AddPartition(spool, "b", 2);
-  Harness h(spool, server.url());  // no token provider: the 401 cannot be fixed
-  const auto r = h.driver->Tick();
-  CHECK(r.errors == 1);
-  CHECK(r.last_error == fwdsink::Outcome::kAuthError);
-  CHECK(server.requests().size() == 1);
-  CHECK(FileNames(spool / "ready").size() == 2);
-  CHECK(h.driver->counters().auth_failures.load() == 1);
-  CHECK(h.driver->counters().config_stops.load() == 0);  // the twin of the next test
+  const auto [auth_failures, config_stops] =
+      TickStoppedBy(server, "auth", fwdsink::Outcome::kAuthError, fwdsink::EngineProfile::kGeneric);
+  CHECK(auth_failures == 1);
+  CHECK(config_stops == 0);  // the twin of the next test
 }
 
 TEST_CASE("AConfigurationErrorStopsTheTickAndIsCountedAsOneNotAsAnAuthFailure") {
@@ -267,17 +278,10 @@ TEST_CASE("AConfigurationErrorStopsTheTickAndIsCountedAsOneNotAsAnAuthFailure") 
   ScriptedServer server;
   server.Then(404, {{"X-ClickHouse-Exception-Code", "60"}},
               "Code: 60, e.displayText() = DB::Exception: Table default.nope doesn't exist.\n");
-  const auto spool = FreshSpool("config");
-  AddPartition(spool, "a", 2);
-  AddPartition(spool, "b", 2);
-  Harness h(spool, server.url(), 24h, fwdsink::EngineProfile::kClickHouse);
-  const auto r = h.driver->Tick();
-  CHECK(r.errors == 1);
-  CHECK(r.last_error == fwdsink::Outcome::kConfigError);
-  CHECK(server.requests().size() == 1);
-  CHECK(FileNames(spool / "ready").size() == 2);
-  CHECK(h.driver->counters().config_stops.load() == 1);
-  CHECK(h.driver->counters().auth_failures.load() == 0);
+  const auto [auth_failures, config_stops] = TickStoppedBy(
+      server, "config", fwdsink::Outcome::kConfigError, fwdsink::EngineProfile::kClickHouse);
+  CHECK(config_stops == 1);
+  CHECK(auth_failures == 0);
 }
 
 TEST_CASE("CloseFromAnotherThreadEndsRun") {
