@@ -148,7 +148,8 @@ TEST_CASE("behind nginx: one backend killed mid-run, every row at least once") {
                   << "; daemon transport errors " << exit["counters"]["transport_errors"]
                   << ", 5xx " << exit["counters"]["other_5xx"] << "+"
                   << exit["counters"]["status_503"]);
-  CHECK(across.distinct_rows == rows);  // every row at least once across the two
+  CHECK(exit["driver"]["concurrency_limit"] == 1);  // the one sender the bound assumes
+  CHECK(across.distinct_rows == rows);              // every row at least once across the two
   CHECK(across.rows_a > 0);
   CHECK(across.rows_b > 0);
   // The kill landed inside a request: a never decided one of the POSTs it had read.
