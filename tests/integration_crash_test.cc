@@ -40,9 +40,10 @@ using fwdsink::test::ReadLines;
 using fwdsink::test::WaitFor;
 using namespace std::chrono_literals;
 
-// ~4 MB of rows is ~600 KB on the wire (zstd); at 150 KB/s after a 64 KB burst the
-// whole run needs ~4 s of throttled sending, so every kill lands mid-stream.
-constexpr const char* kSpoolBytes = "4m";
+// ~3 MB of rows is ~450 KB on the wire (zstd); at 150 KB/s after a 64 KB burst the
+// whole job needs ~3 s of throttled sending: the kills (after a few chunks each) land
+// mid-stream, and the final runs still have most of it to do.
+constexpr const char* kSpoolBytes = "3m";
 constexpr const char* kPartitions = "4";
 constexpr const char* kRate = "150000";
 constexpr const char* kBurst = "65536";
