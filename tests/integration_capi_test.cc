@@ -126,7 +126,13 @@ TEST_CASE("C API: the writer's partitions are picked up by the started driver") 
 
 TEST_CASE("C API: a second forwarder on a locked spool is refused, its twin is not") {
   const auto dir = CentralProcess::ScratchDir("capi_busy");
-  const Ran ran = RunC(dir, {"busy", (dir / "spool").string()});
+  const auto spool = (dir / "spool").string();
+  const Ran ran = RunC(dir, {"busy", spool});
   INFO(ran.out);
   CHECK(ran.code == 0);
+  // The refusal names the holder (the C program itself holds the lock) ...
+  CHECK(ran.out.find("second: spool_dir: spool " + spool + " is locked by another fwdsink (pid ") !=
+        std::string::npos);
+  // ... and its twin: with the holder destroyed, the next forwarder is created.
+  CHECK(ran.out.find("after the holder: created\n") != std::string::npos);
 }

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // Real-time bounds on shutdown: the only place outside the sink's end-to-end tests
-// where a wall-clock limit is the contract (close() within 100 ms). The short sleeps
-// here let a thread reach its blocking call; the assertions bound how long the abort
+// where a wall-clock limit is the contract (close() within 100 ms). Each test first
+// waits for the phase it cuts short (the thread blocked in its pause, the requests held
+// by the server with their bodies read; phase_wait.h), then bounds how long the abort
 // takes, never how long a sleep lasted.
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -17,25 +19,38 @@
 
 #include "fwdsink/abortable_wait.h"
 #include "fwdsink/driver.h"
+#include "it_support.h"
+#include "phase_wait.h"
 #include "scripted_server.h"
 #include "test_files.h"
 
 using namespace std::chrono_literals;
 
 namespace {
-constexpr auto kReachBlockingCall = 50ms;  // time given to a thread to start waiting
-constexpr auto kCloseBound = 100ms;        // DESIGN.md: close() returns within ~100 ms
+constexpr auto kCloseBound = 100ms;  // DESIGN.md: close() returns within ~100 ms
+// Longer than any abort may take, short enough that a pause that is not cut short fails
+// the bound in seconds rather than hanging the test.
+constexpr auto kLongPause = 30s;
+using fwdsink::test::BlockedOnFutex;
+using fwdsink::test::PhaseSleeper;
+using fwdsink::test::ThisThreadId;
 }  // namespace
 
 TEST_CASE("WaitForBlockedOnAnotherThreadWakesPromptlyOnStop") {
   std::stop_source src;
   std::chrono::steady_clock::time_point woke;
   bool completed = true;
+  std::atomic<pid_t> tid{0};
   std::thread waiter([&] {
-    completed = fwdsink::WaitFor(src.get_token(), 300s);
+    tid = ThisThreadId();
+    completed = fwdsink::WaitFor(src.get_token(), kLongPause);
     woke = std::chrono::steady_clock::now();
   });
-  std::this_thread::sleep_for(kReachBlockingCall);
+  // The phase: the waiter is blocked in the condition variable's wait, not about to
+  // enter it (a stop before the call returns at once and proves nothing).
+  const bool blocked =
+      fwdsink::test::WaitFor([&] { return tid.load() != 0 && BlockedOnFutex(tid.load()); });
+  CHECK(blocked);
   const auto stopped = std::chrono::steady_clock::now();
   src.request_stop();
   waiter.join();
@@ -48,12 +63,19 @@ TEST_CASE("DriverCloseEndsARealPauseBetweenTicksPromptly") {
   fwdsink::DriverOptions o;
   o.spool_dir = fwdsink::test::FreshDir("integration_close", "driver");
   o.forward.url = server.url();
-  o.tick_pauses = {300s};                         // an idle driver sleeps long between ticks
-  auto created = fwdsink::Driver::Create(o, {});  // real clock and sleeper
+  o.tick_pauses = {kLongPause};  // an idle driver sleeps long between ticks
+  PhaseSleeper sleeper;          // the real sleeper, telling when the pause has begun
+  fwdsink::ForwardDeps deps;
+  deps.sleeper = &sleeper;
+  auto created = fwdsink::Driver::Create(o, std::move(deps));  // real clock
   REQUIRE_MESSAGE(created.ok(), created.status().ToString());
   auto driver = std::move(created).value();
   std::thread runner([&] { driver->Run(); });
-  std::this_thread::sleep_for(kReachBlockingCall);
+  // The phase: the first (empty) tick is over and the driver is blocked in its pause.
+  const bool paused = fwdsink::test::WaitFor([&] { return sleeper.sleeping(); });
+  CHECK(paused);
+  CHECK(sleeper.entered() == 1);
+  CHECK(driver->counters().ticks == 1);
   const auto t0 = std::chrono::steady_clock::now();
   driver->Close();
   runner.join();
@@ -129,7 +151,17 @@ TEST_CASE("DriverCloseIsPromptWithEverySenderBusyAndEachCursorAtItsLastAck") {
   std::thread runner([&] { busy.driver->Run(); });
   // Six chunks acknowledged, then one request hanging per sender.
   REQUIRE(busy.WaitForRequests(kAcked + kSenders));
-  std::this_thread::sleep_for(kReachBlockingCall);
+  // The phase: the server holds one request per sender, headers and body read (its
+  // handler runs after the whole request), and every sender is in its send.
+  const bool sending = fwdsink::test::WaitFor([&] {
+    const auto states = busy.driver->sender_states();
+    return states.size() == kSenders &&
+           std::all_of(states.begin(), states.end(), [](const auto& s) {
+             return s.phase == fwdsink::ForwardSink::State::Phase::kSending;
+           });
+  });
+  CHECK(sending);
+  CHECK(busy.server.requests().size() == kAcked + kSenders);
   CHECK(busy.driver->counters().senders_busy == kSenders);
   CHECK(busy.driver->counters().concurrency_limit == kSenders);
   const auto t0 = std::chrono::steady_clock::now();
@@ -161,7 +193,8 @@ TEST_CASE("DriverWithConcurrencyOneKeepsOneRequestInFlight") {
   BusySenders busy("busy1", {.adaptive = false, .max = 1}, 3);
   std::thread runner([&] { busy.driver->Run(); });
   REQUIRE(busy.WaitForRequests(4));
-  std::this_thread::sleep_for(kReachBlockingCall * 2);
+  // Time in which a second sender would have started: nothing more may happen.
+  std::this_thread::sleep_for(100ms);
   CHECK(busy.driver->counters().senders_busy == 1);
   busy.driver->Close();
   runner.join();

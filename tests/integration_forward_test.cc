@@ -17,6 +17,7 @@
 #include "central_process.h"
 #include "fwdsink/forward_sink.h"
 #include "it_support.h"
+#include "phase_wait.h"
 
 using namespace std::chrono_literals;
 using fwdsink::Outcome;
@@ -333,17 +334,20 @@ TEST_CASE("CloseCutsAPauseAndAHungRequestShortAndKeepsTheCursor") {
   const auto path = dir / "p.ndjson";
   WriteRows(path, 12, kLine);  // three chunks
 
-  // Runs the partition on a sender thread, waits for `ready`, then calls Close() twice
-  // from this thread and returns how long ForwardPartition took to return after it.
+  // Runs the partition on a sender thread, waits for `ready(sender's thread id)` (the
+  // phase), then calls Close() twice from this thread and returns how long
+  // ForwardPartition took to return after it.
   auto close_while = [&](SinkRun& run, auto ready, fwdsink::ForwardResult& result) {
     std::atomic<bool> returned{false};
+    std::atomic<pid_t> tid{0};
     std::chrono::steady_clock::time_point returned_at;
     std::thread sender([&] {
+      tid = fwdsink::test::ThisThreadId();
       result = run.Forward("c", path);
       returned_at = std::chrono::steady_clock::now();
       returned = true;
     });
-    const bool got_ready = WaitFor(ready);
+    const bool got_ready = WaitFor([&] { return tid.load() != 0 && ready(tid.load()); });
     const auto closed_at = std::chrono::steady_clock::now();
     run.sink().Close();
     run.sink().Close();  // idempotent, from any thread
@@ -363,9 +367,13 @@ TEST_CASE("CloseCutsAPauseAndAHungRequestShortAndKeepsTheCursor") {
     o.backpressure.inline_budget = 900s;
     SinkRun run(o);
     fwdsink::ForwardResult r;
+    // The phase: the sink says it waits, and its thread is blocked in the pause.
     const auto took = close_while(
         run,
-        [&] { return run.sink().state().phase == fwdsink::ForwardSink::State::Phase::kWaiting; },
+        [&](pid_t sender) {
+          return run.sink().state().phase == fwdsink::ForwardSink::State::Phase::kWaiting &&
+                 fwdsink::test::BlockedOnFutex(sender);
+        },
         r);
     MESSAGE("close during a pause returned after " << took.count() << " ms");
     CHECK(took < kCloseBound);
@@ -383,13 +391,13 @@ TEST_CASE("CloseCutsAPauseAndAHungRequestShortAndKeepsTheCursor") {
     fwdsink::ForwardResult r;
     const auto took = close_while(
         run,
-        [&] {
-          // The receiver has the 2nd POST (it counts on arrival); give it a moment to
-          // have read the body, so the sink is really waiting for headers.
+        [&](pid_t sender) {
+          // The phase: the receiver holds the 2nd POST read to its end (headers and
+          // body sent), and the sender is blocked on its socket, waiting for headers.
           const auto s = central.Stats();
-          if (!s.is_object() || s["requests"] != 2) return false;
-          std::this_thread::sleep_for(50ms);
-          return true;
+          return s.is_object() && s["requests"] == 2 && s["held"] == 1 &&
+                 run.sink().state().phase == fwdsink::ForwardSink::State::Phase::kSending &&
+                 fwdsink::test::BlockedOnIo(sender);
         },
         r);
     MESSAGE("close during a hung request returned after " << took.count() << " ms");
@@ -558,12 +566,22 @@ TEST_CASE("EveryRowArrivesExactlyOnceUnderThrottlingInjectedFailuresAndReplays")
 
   SUBCASE("a replay from an old cursor (crash before persist) stores nothing twice") {
     const auto acks = run.acks();
-    REQUIRE(acks.size() >= 3);
+    REQUIRE(acks.size() == 10);                           // ten chunks, each acknowledged once
+    for (const auto& a : acks) CHECK_FALSE(a.duplicate);  // twin: the first run stored all
+    CHECK(central.Stats()["duplicate_chunks"] == 0);
     SinkRun replay(OptionsFor(central, {200ms}));
     const auto r2 = replay.Forward("x", path, acks[acks.size() - 2].begin);
     REQUIRE(r2.outcome == Outcome::kDelivered);
-    for (const auto& a : replay.acks()) CHECK(a.duplicate);
+    // Exactly the last two chunks, each under its old range, each a duplicate.
+    const auto again = replay.acks();
+    REQUIRE(again.size() == 2);
+    for (std::size_t i = 0; i < again.size(); ++i) {
+      CAPTURE(i);
+      CHECK(again[i].duplicate);
+      CHECK(again[i].begin == acks[acks.size() - 2 + i].begin);
+      CHECK(again[i].end == acks[acks.size() - 2 + i].end);
+    }
     CHECK(central.received_rows() == rows);
-    CHECK(central.Stats()["duplicate_chunks"].get<int>() >= 1);
+    CHECK(central.Stats()["duplicate_chunks"] == 2);
   }
 }

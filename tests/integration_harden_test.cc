@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Hardening (issue 13, LLP 0023): one test per case an attacker or an unlucky operator
 // found, each against the real daemon on real sockets, each with a twin that must not
-// fire. Small real waits only; no timing is asserted beyond "did not hang".
+// fire. Small real waits only; no timing is asserted beyond "did not hang", except the
+// backoff pauses, measured between the daemon's own events (both bounds).
 #include <doctest/doctest.h>
 #include <signal.h>
 #include <sys/stat.h>
@@ -75,6 +76,43 @@ long long ExitCounter(const std::string& log, const std::string& key) {
   const auto at = log.find(needle, exit_at);
   if (at == std::string::npos) return -1;
   return std::stoll(log.substr(at + needle.size()));
+}
+
+// The times (ms, from each line's "ts") of the log lines whose event is `event`.
+std::vector<long long> EventTimesMs(const std::string& log, const std::string& event) {
+  std::vector<long long> out;
+  const std::string needle = "\"event\":\"" + event + "\"";
+  for (auto at = log.find(needle); at != std::string::npos; at = log.find(needle, at + 1)) {
+    const auto line = log.rfind('\n', at) == std::string::npos ? 0 : log.rfind('\n', at) + 1;
+    // {"ts":"2026-12-01T20:31:07.218Z",...: days are not needed, a test spans minutes.
+    const std::string ts = log.substr(line + 7, 24);
+    REQUIRE(ts.size() == 24);
+    REQUIRE(ts[23] == 'Z');
+    const long long ms = ((std::stoll(ts.substr(11, 2)) * 60 + std::stoll(ts.substr(14, 2))) * 60 +
+                          std::stoll(ts.substr(17, 2))) *
+                             1000 +
+                         std::stoll(ts.substr(20, 3));
+    out.push_back(ms);
+  }
+  return out;
+}
+
+// The pause between a failing pass and the next: the overload level's first step past
+// the idle poll (DriverOptions::tick_pauses, README "backoff everywhere"), jitter off.
+constexpr long long kFirstBackoffMs = 5000;
+// What a pass itself may add to it on a loaded machine (a scan, one local request).
+constexpr long long kPassSlackMs = 1000;
+
+// Checks that the first two `event`s of `log` are one backoff pause apart: never
+// sooner (the pause was taken), not much later (it was the first step, not a later one).
+void CheckOneBackoffApart(const std::string& log, const std::string& event) {
+  const auto t = EventTimesMs(log, event);
+  REQUIRE(t.size() >= 2);
+  long long gap = t[1] - t[0];
+  if (gap < 0) gap += 24LL * 3600 * 1000;  // across midnight
+  MESSAGE(event << ": " << gap << " ms between the first two passes");
+  CHECK(gap >= kFirstBackoffMs);
+  CHECK(gap < kFirstBackoffMs + kPassSlackMs);
 }
 
 std::size_t Entries(const fs::path& dir) {
@@ -265,16 +303,22 @@ TEST_CASE("ACursorThatCannotBeSavedBacksOffAndIsCounted") {
   // The cursor's temp file cannot be created: a folder sits at its name (EISDIR).
   fs::create_directories(spool / "state" / ".p.cursor.tmp");
   {
-    DaemonProcess run(dir, "blocked",
-                      Forward(spool, Url(central), {"--chunk-bytes", "1k", "--poll", "0.2"}));
-    std::this_thread::sleep_for(2500ms);  // ~12 ticks at the idle poll, without backoff
-    run.Signal(SIGTERM);
+    DaemonProcess run(
+        dir, "blocked",
+        Forward(spool, Url(central), {"--chunk-bytes", "1k", "--poll", "0.2", "--jitter", "0"}));
+    // Two failing passes, one backoff pause apart (not the 0.2 s idle poll): each pass
+    // sends two chunks (the second ack finds the first save failed) and stops.
+    REQUIRE(WaitFor([&] { return EventCount(run.err(), "driver.spool_error") >= 2; },
+                    std::chrono::milliseconds(kFirstBackoffMs) + 5s));
+    run.Signal(SIGTERM);  // in the next pause, 15 s long
     REQUIRE(run.Wait(kRunTimeout) == std::optional<int>(0));
     const std::string err = run.err();
-    CHECK(ExitCounter(err, "cursor_save_failures") >= 1);
-    CHECK(ExitCounter(err, "overload_level") >= 1);
+    CheckOneBackoffApart(err, "driver.spool_error");
+    CHECK(EventCount(err, "driver.spool_error") == 2);
+    CHECK(ExitCounter(err, "cursor_save_failures") == 2);
+    CHECK(ExitCounter(err, "overload_level") == 2);
   }
-  CHECK(central.request_log().size() <= 6);  // it was ~25 re-sends before
+  CHECK(central.request_log().size() == 4);  // it was ~25 re-sends before
   // Twin: the disk heals; everything arrives exactly once.
   fs::remove(spool / "state" / ".p.cursor.tmp");
   DaemonProcess again(dir, "healed",
@@ -320,15 +364,20 @@ TEST_CASE("AuthFailuresBackOffAndNeverDeadLetterPastTheHorizon") {
   const fs::path spool = MakeSpool(dir);
   WriteRows(spool / "ready" / "p.ndjson", 10);
   REQUIRE(fwdsink::test::WriteFile(dir / "token", "wrong\n"));
-  DaemonProcess run(
-      dir, "wrong",
-      Forward(spool, Url(central),
-              {"--token-file", (dir / "token").string(), "--poll", "0.2", "--horizon", "0.5"}));
-  std::this_thread::sleep_for(2500ms);
-  run.Signal(SIGTERM);
+  DaemonProcess run(dir, "wrong",
+                    Forward(spool, Url(central),
+                            {"--token-file", (dir / "token").string(), "--poll", "0.2", "--horizon",
+                             "0.5", "--jitter", "0"}));
+  // Two failing passes, one backoff pause apart (not the 0.2 s idle poll), the second
+  // past the horizon.
+  REQUIRE(WaitFor([&] { return EventCount(run.err(), "forward.auth_failed") >= 2; },
+                  std::chrono::milliseconds(kFirstBackoffMs) + 5s));
+  run.Signal(SIGTERM);  // in the next pause, 15 s long
   REQUIRE(run.Wait(kRunTimeout) == std::optional<int>(0));
-  CHECK(central.request_log().size() <= 4);  // a 401 and a refresh, then the backoff
-  CHECK(ExitCounter(run.err(), "auth_failures") >= 1);
+  CheckOneBackoffApart(run.err(), "forward.auth_failed");
+  CHECK(EventCount(run.err(), "forward.auth_failed") == 2);
+  CHECK(central.request_log().size() == 4);  // per pass a 401 and a refresh, then the backoff
+  CHECK(ExitCounter(run.err(), "auth_failures") == 2);
   CHECK(ExitCounter(run.err(), "horizon_give_ups") == 0);
   CHECK(Entries(spool / "dead") == 0);
   CHECK(Entries(spool / "ready") == 1);

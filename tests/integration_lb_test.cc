@@ -2,7 +2,8 @@
 // Behind a real load balancer: nginx round-robin over two fwdsink-central processes
 // with proxy_next_upstream; one backend killed mid-run. Every row arrives at least
 // once across the two; the rows stored at both are bounded by the chunks in flight
-// when the backend died. Needs nginx (nginx-light, scripts/deps.sh); ctest label `lb`.
+// when the backend died (one: the daemon runs one sender, and the kill lands while the
+// dead backend holds its request). Needs nginx (nginx-light, scripts/deps.sh); ctest label `lb`.
 // @ref LLP 0019#load-balancer
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -112,18 +113,27 @@ TEST_CASE("behind nginx: one backend killed mid-run, every row at least once") {
   REQUIRE(WaitFor([&] { return static_cast<bool>(probe.Get("/stats")); }, seconds(10)));
 
   const fs::path spool = dir / "spool";
-  const std::uint64_t rows = GenerateSpool(dir, spool, "3m", "4");
-  DaemonProcess daemon(dir, "daemon",
-                       {"forward", "--spool", spool.string(), "--url",
-                        "http://127.0.0.1:" + std::to_string(port) + "/ingest", "--chunk-bytes",
-                        "16k", "--ladder", "0.1", "--jitter", "0", "--poll", "0.1", "--log-json"});
+  const std::uint64_t rows =
+      GenerateSpool(dir, spool, "1m", "4");  // one sender: 1 MB keeps it short
+  // One sender (--concurrency 1), so one request is in flight when the backend dies:
+  // the bound below is the one-sender bound.
+  DaemonProcess daemon(
+      dir, "daemon",
+      {"forward", "--spool", spool.string(), "--url",
+       "http://127.0.0.1:" + std::to_string(port) + "/ingest", "--chunk-bytes", "16k", "--ladder",
+       "0.1", "--jitter", "0", "--poll", "0.1", "--concurrency", "1", "--log-json"});
   REQUIRE(daemon.started());
-  // Kill one backend (no goodbye) once both hold rows.
+  // Kill one backend (no goodbye) once both hold rows, on the event that matters: a
+  // holds a request (read to its end, answer not yet decided).
   REQUIRE(WaitFor([&] { return a.received_rows().size() + b.received_rows().size() > rows / 4; },
                   seconds(60)));
-  // a's rows land when its answer goes out, so the threshold is crossed just after one
-  // of its requests; the next goes to b (8 ms), then one to a (100 ms): kill inside it.
-  std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  nlohmann::json held;
+  REQUIRE(WaitFor(
+      [&] {
+        held = a.Stats();
+        return held.is_object() && held["held"] == 1;
+      },
+      seconds(10)));
   ::kill(a.pid(), SIGKILL);
   REQUIRE(WaitFor([&] { return ReadyLeft(spool) == 0; }, seconds(60)));
   daemon.Signal(SIGTERM);
@@ -138,12 +148,18 @@ TEST_CASE("behind nginx: one backend killed mid-run, every row at least once") {
                   << "; daemon transport errors " << exit["counters"]["transport_errors"]
                   << ", 5xx " << exit["counters"]["other_5xx"] << "+"
                   << exit["counters"]["status_503"]);
-  CHECK(across.distinct_rows == rows);  // every row at least once across the two
+  CHECK(exit["driver"]["concurrency_limit"] == 1);  // the one sender the bound assumes
+  CHECK(across.distinct_rows == rows);              // every row at least once across the two
   CHECK(across.rows_a > 0);
   CHECK(across.rows_b > 0);
+  // The kill landed inside a request: a never decided one of the POSTs it had read.
+  CHECK(a.request_log().size() < held["requests"].get<std::size_t>());
   // One sender, one request in flight when the backend died: nginx may have passed
   // that one on to the other backend after the dead one stored it.
   CHECK(across.chunks_at_both <= 1);
+  // Each backend stored each row once; only that chunk's rows may be at both.
+  CHECK(across.rows_a + across.rows_b == rows + across.rows_at_both);
+  CHECK(across.rows_at_both <= across.chunks_at_both * (16 * 1024));
 }
 
 }  // namespace

@@ -232,9 +232,19 @@ void Receiver::HandlePost(const httplib::Request& req, httplib::Response& res,
   }
 
   if (options_.header_delay && DelayApplies(post_number)) {
-    // Interruptible so that SIGTERM ends a "hung" server at once. @ref LLP 0011#shutdown
-    std::unique_lock lock(stop_mu_);
-    stop_cv_.wait_for(lock, *options_.header_delay, [this] { return stopping_; });
+    // Counted while held, so a test can wait for "the body is read, the client waits
+    // for headers" before timing an abort. @ref LLP 0011#header-delay
+    {
+      std::lock_guard lock(mu_);
+      ++stats_.held;
+    }
+    {
+      // Interruptible so that SIGTERM ends a "hung" server at once. @ref LLP 0011#shutdown
+      std::unique_lock lock(stop_mu_);
+      stop_cv_.wait_for(lock, *options_.header_delay, [this] { return stopping_; });
+    }
+    std::lock_guard lock(mu_);
+    --stats_.held;
   }
 
   const std::string key = req.get_header_value(options_.key_header);
@@ -506,7 +516,8 @@ std::string Receiver::StatsJson() {
             {"storage_errors", stats_.storage_errors},
             {"bytes", stats_.bytes},
             {"decoded_bytes", stats_.decoded_bytes},
-            {"known_keys", keys_seen_.size()}};
+            {"known_keys", keys_seen_.size()},
+            {"held", stats_.held}};
   return j.dump();
 }
 

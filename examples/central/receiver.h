@@ -101,7 +101,8 @@ class Receiver {
                   throttled = 0, injected = 0, unauthorized = 0, too_large = 0, bad_request = 0,
                   unsupported = 0, shutting_down = 0, storage_errors = 0, bytes = 0,
                   decoded_bytes = 0;
-  } stats_;  // guarded by mu_
+    std::uint64_t held = 0;  // POSTs read to their end and in a header delay now
+  } stats_;                  // guarded by mu_
 
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;

@@ -12,6 +12,7 @@
  *   capi_test start URL SPOOL ROWS      fwdsink_start, then the writer adds partitions while
  *                                       the driver runs; waits for ready/ to empty
  *   capi_test busy SPOOL                a second fwdsink_new on a locked spool is refused
+ *                                       naming the holder; once it is gone, one is created
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -21,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <fwdsink/fwdsink.h>
 
@@ -380,20 +382,40 @@ static int cmd_start(const char *url, const char *spool, int rows) {
   return failures ? 1 : 0;
 }
 
-static int cmd_busy(const char *spool) {
+/* A fresh configuration for a forwarder on `spool` (fwdsink_new takes it over). */
+static fwdsink_conf_t *busy_conf(const char *spool) {
   char err[ERRLEN];
-  fwdsink_t *a = make("http://127.0.0.1:9/ingest", spool, NULL, NULL);
-  fwdsink_t *b;
   fwdsink_conf_t *conf = fwdsink_conf_new();
-  CHECK(a != NULL);
   fwdsink_conf_set(conf, "spool_dir", spool, err, sizeof err);
   fwdsink_conf_set(conf, "url", "http://127.0.0.1:9/ingest", err, sizeof err);
-  err[0] = '\0';
-  b = fwdsink_new(conf, err, sizeof err);
+  return conf;
+}
+
+static int cmd_busy(const char *spool) {
+  char err[ERRLEN];
+  char expected[3 * ERRLEN];
+  fwdsink_t *a = make("http://127.0.0.1:9/ingest", spool, NULL, NULL);
+  fwdsink_t *b;
+  CHECK(a != NULL);
+  /* The holder is this process: its pid is in the lock file, and in the message. */
+  snprintf(expected, sizeof expected,
+           "spool_dir: spool %s is locked by another fwdsink (pid %ld, lock file %s/lock)", spool,
+           (long)getpid(), spool);
+  strcpy(err, "untouched");
+  b = fwdsink_new(busy_conf(spool), err, sizeof err);
   printf("second: %s\n", err);
   CHECK(b == NULL);
-  CHECK(strstr(err, "lock") != NULL || strstr(err, "pid") != NULL);
+  CHECK(strcmp(err, expected) == 0);
+  fwdsink_destroy(b);
+  /* The twin: once the holder is destroyed (the lock released), the next one gets the
+   * spool, and says nothing in errstr. */
   fwdsink_destroy(a);
+  strcpy(err, "untouched");
+  b = fwdsink_new(busy_conf(spool), err, sizeof err);
+  printf("after the holder: %s\n", b != NULL ? "created" : err);
+  CHECK(b != NULL);
+  CHECK(strcmp(err, "untouched") == 0 || err[0] == '\0');
+  fwdsink_destroy(b);
   fwdsink_destroy(NULL);
   fwdsink_close(NULL);
   return failures ? 1 : 0;
