@@ -503,6 +503,9 @@ TEST_CASE("fwdsink status writes nothing: the spool's tree is identical before a
   FillSpool(spool);
 
   SUBCASE("a spool as the daemon leaves it") {}
+  SUBCASE("a spool without incoming/ (a producer that does not use SpoolWriter)") {
+    fs::remove_all(spool / "incoming");
+  }
   // mtimes have a granularity: a write now would show, not hide in the same tick.
   std::this_thread::sleep_for(20ms);
   const Tree before = Snapshot(spool);
