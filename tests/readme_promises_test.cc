@@ -23,6 +23,7 @@
 
 #include "fake_clock.h"
 #include "fwdsink/driver.h"
+#include "fwdsink/spool.h"
 #include "fwdsink/spool_writer.h"
 #include "scripted_server.h"
 #include "test_files.h"
@@ -486,5 +487,35 @@ TEST_CASE("SpoolWriterNamesAreUniqueAcrossThreadsAndProcesses") {
     REQUIRE(later->has_value());
     CHECK(**later > *std::max_element(files.begin(), files.end()));
     CHECK((*later)->starts_with("20260528T202641.000Z-"));
+  }
+}
+
+// ---- README "fwdsink status ... writes nothing": the reader's open creates nothing.
+
+TEST_CASE("SpoolOpenExistingCreatesNothingAndNamesTheMissingFolder") {
+  const auto dir = FreshDir(kSuite, "open_existing");
+  SUBCASE("no spool at all: kNotFound, and no folder made") {
+    const auto s = fwdsink::Spool::OpenExisting(dir / "spool");
+    CHECK(s.status().code() == fwdsink::StatusCode::kNotFound);
+    CHECK(s.status().message() == "no spool folder " + (dir / "spool").string());
+    CHECK_FALSE(std::filesystem::exists(dir / "spool"));
+  }
+  SUBCASE("dead/ missing: kNotFound naming it, nothing made") {
+    for (const char* sub : {"ready", "state"}) std::filesystem::create_directories(dir / sub);
+    const auto s = fwdsink::Spool::OpenExisting(dir);
+    CHECK(s.status().code() == fwdsink::StatusCode::kNotFound);
+    CHECK(s.status().message() == "no spool folder " + (dir / "dead").string());
+    CHECK(FileNames(dir) == std::vector<std::string>{"ready", "state"});
+  }
+  SUBCASE("twin: ready/, state/ and dead/ there, incoming/ not: opened, still not made") {
+    for (const char* sub : {"ready", "state", "dead"})
+      std::filesystem::create_directories(dir / sub);
+    const auto s = fwdsink::Spool::OpenExisting(dir);
+    REQUIRE(s.ok());
+    CHECK(s->ListReady().ok());
+    CHECK(FileNames(dir) == std::vector<std::string>{"dead", "ready", "state"});
+    // Spool::Open, by contrast, makes what is missing.
+    REQUIRE(fwdsink::Spool::Open(dir).ok());
+    CHECK(FileNames(dir) == std::vector<std::string>{"dead", "incoming", "ready", "state"});
   }
 }
