@@ -85,7 +85,8 @@ fwdsink::Status Collect(Snapshot& s, SysTime now) {
   auto usage = fwdsink::MeasureSpool(s.spool);
   if (!usage) return usage.status();
   s.usage = *usage;
-  auto spool = fwdsink::Spool::Open(s.spool);  // the folders exist: nothing is created
+  // Not Spool::Open, which would create a missing incoming/. @ref LLP 0025#status
+  auto spool = fwdsink::Spool::OpenExisting(s.spool);
   if (!spool) return spool.status();
   auto ready = spool->ListReady();
   if (!ready) return ready.status();

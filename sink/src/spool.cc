@@ -193,6 +193,18 @@ Result<Spool> Spool::Open(fs::path dir) {
   return spool;
 }
 
+Result<Spool> Spool::OpenExisting(fs::path dir) {
+  if (dir.empty()) return Status(StatusCode::kInvalidArgument, "empty spool path");
+  Spool spool(dir);
+  for (const fs::path& sub : {spool.dir_, spool.ready_dir(), spool.state_dir(), spool.dead_dir()}) {
+    std::error_code ec;
+    if (!fs::is_directory(sub, ec)) {
+      return Status(StatusCode::kNotFound, "no spool folder " + sub.string());
+    }
+  }
+  return spool;
+}
+
 fs::path Spool::PartitionPath(std::string_view name) const {
   return ready_dir() / (std::string(name) + std::string(kPartitionExt));
 }

@@ -109,6 +109,10 @@ class Spool {
   // Opens SPOOL, creating it and its ready/, state/, dead/ and incoming/ folders as
   // needed. The error message names the path that could not be created.
   [[nodiscard]] static Result<Spool> Open(std::filesystem::path dir);
+  // Opens an existing SPOOL for reading and creates nothing: kNotFound naming the
+  // folder when SPOOL, ready/, state/ or dead/ is not there (incoming/ is the
+  // producers' and may be absent). For readers beside the daemon. @ref LLP 0025#status
+  [[nodiscard]] static Result<Spool> OpenExisting(std::filesystem::path dir);
 
   [[nodiscard]] const std::filesystem::path& dir() const noexcept { return dir_; }
   [[nodiscard]] std::filesystem::path ready_dir() const { return dir_ / "ready"; }
