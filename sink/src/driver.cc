@@ -82,7 +82,9 @@ struct Lane {
   // and wait counters then (a sample that waited is no latency sample).
   MonotonicTime mark{};
   std::uint64_t pushed_back_at_mark = 0;
-  bool holds_slot = false;  // sender thread only
+  // The slot it holds, and the sleeper of its sink: a long wait lends the slot.
+  // @ref LLP 0018#lend
+  std::unique_ptr<LaneSlot> slot;
 };
 
 // Everything the driver keeps; the public class is its handle. Tick() and what it
@@ -187,10 +189,19 @@ Status Driver::Impl::MakeLanes() {
   ForwardDeps sender_deps = deps;
   sender_deps.on_event = [this](const Event& e) { OnSenderEvent(e); };
   for (std::size_t i = 0; i < options.concurrency.max; ++i) {
+    // Not while the endpoint in use is held by a Retry-After. @ref LLP 0018#lend
+    const auto unheld = [this] {
+      const EndpointEntry& e = deps.endpoints->at(deps.endpoints->active());
+      return e.gate->Remaining(deps.time->MonotonicNow()).remaining <=
+             std::chrono::milliseconds::zero();
+    };
+    auto slot = std::make_unique<LaneSlot>(slots, *deps.sleeper, stop.get_token(), unheld);
+    sender_deps.sleeper = slot.get();
     auto sink = ForwardSink::Create(options.forward, sender_deps);
     if (!sink.ok()) return sink.status().WithFieldPrefix("forward");
-    lanes.push_back(
-        Lane{.sink = std::move(*sink), .cursors = std::make_unique<CursorWriter>(spool)});
+    lanes.push_back(Lane{.sink = std::move(*sink),
+                         .cursors = std::make_unique<CursorWriter>(spool),
+                         .slot = std::move(slot)});
   }
   return OkStatus();
 }
@@ -639,11 +650,10 @@ void Driver::Impl::LaneLoop(Lane& lane, const std::vector<ReadyPartition>& ready
                             TickReport& report) {
   TickReport mine;
   while (!stop_tick.load()) {
-    if (stop.stop_requested() || !slots.Acquire(stop.get_token())) {
+    if (stop.stop_requested() || !lane.slot->Acquire(stop.get_token())) {
       mine.aborted = true;
       break;
     }
-    lane.holds_slot = true;
     const std::size_t i = next.fetch_add(1);
     if (i < ready.size() && !stop_tick.load()) {
       counters.senders_busy.store(slots.busy(), std::memory_order_relaxed);
@@ -651,8 +661,7 @@ void Driver::Impl::LaneLoop(Lane& lane, const std::vector<ReadyPartition>& ready
       lane.pushed_back_at_mark = PushedBack(*lane.sink);
       ForwardOne(lane, ready[i], mine);
     }
-    if (lane.holds_slot) slots.Release();
-    lane.holds_slot = false;
+    lane.slot->Release();
     if (i >= ready.size()) break;
   }
   std::lock_guard guard(report_mu);
@@ -674,12 +683,9 @@ void Driver::Impl::Sample(Lane& lane, const AckedChunk& a) {
 }
 
 void Driver::Impl::YieldSlot(Lane& lane) {
-  if (!lane.holds_slot) return;
-  if (!slots.Yield(stop.get_token())) {
-    lane.holds_slot = false;  // stopped: the sink aborts before its next request
-    return;
-  }
-  lane.mark = deps.time->MonotonicNow();  // the wait for a slot is no round trip
+  if (!lane.slot->held()) return;
+  if (!lane.slot->Yield(stop.get_token())) return;  // stopped: the sink aborts next
+  lane.mark = deps.time->MonotonicNow();            // the wait for a slot is no round trip
   counters.senders_busy.store(slots.busy(), std::memory_order_relaxed);
 }
 

@@ -35,14 +35,48 @@ const EndpointEntry& Endpoints::at(std::size_t i) const {
   return *entries_[i];
 }
 
-EndpointHealth::Choice Endpoints::Choose(MonotonicTime now) {
+EndpointHealth::Choice Endpoints::Choose(MonotonicTime now, std::uint64_t* moves) {
   std::lock_guard lock(mu_);
+  if (moves) *moves = moves_;
   return health_.Choose(now);
 }
 
-HealthDecision Endpoints::Report(const HealthReport& report, MonotonicTime now) {
+HealthDecision Endpoints::Report(const HealthReport& report, MonotonicTime now,
+                                 std::uint64_t* moves) {
   std::lock_guard lock(mu_);
-  return health_.Report(report, now);
+  const std::size_t before = health_.active();
+  HealthDecision d = health_.Report(report, now);
+  // A sender asleep on the endpoint just left would re-send late, after a deduplication
+  // window may have forgotten its chunk: it goes now, as the reporting sender does
+  // (resend_now: the new endpoint is up; when all are down the ladder paces everyone).
+  // @ref LLP 0019#wake
+  if (d.active != before && d.resend_now) {
+    ++moves_;
+    WakeWaitersOn(before);
+  }
+  if (moves) *moves = moves_;
+  return d;
+}
+
+Endpoints::Waiting Endpoints::WaitOn(std::size_t i, std::uint64_t moves, std::stop_token stop) {
+  std::lock_guard lock(mu_);
+  const std::uint64_t id = next_waiting_++;
+  Wake wake;
+  // Left between the sender's last look and its wait: it goes at once.
+  if (moves != moves_ && health_.active() != i) wake.source.request_stop();
+  waiting_.emplace(id, std::make_pair(i, wake.source));
+  return Waiting(this, id, wake, std::move(stop));
+}
+
+void Endpoints::Forget(std::uint64_t id) {
+  std::lock_guard lock(mu_);
+  waiting_.erase(id);
+}
+
+void Endpoints::WakeWaitersOn(std::size_t i) {
+  for (auto& [id, waiter] : waiting_) {
+    if (waiter.first == i) waiter.second.request_stop();
+  }
 }
 
 std::size_t Endpoints::active() const {

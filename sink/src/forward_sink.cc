@@ -452,7 +452,8 @@ class ForwardSink::Call {
   // is due. On the chunk's first attempt and on every change of endpoint, hands that
   // endpoint's token over (checked once) and builds the headers. @ref LLP 0019#states
   bool UseEndpoint(Sending& sending, HeaderList& headers) {
-    const EndpointHealth::Choice choice = sink_.deps.endpoints->Choose(time_.MonotonicNow());
+    const EndpointHealth::Choice choice =
+        sink_.deps.endpoints->Choose(time_.MonotonicNow(), &moves_seen_);
     const bool changed = headers.empty() || choice.endpoint != ep_;
     if (choice.endpoint != ep_) sending.refreshed = false;  // a 401 is per endpoint
     ep_ = choice.endpoint;
@@ -476,8 +477,9 @@ class ForwardSink::Call {
   // an event). The request is no probe any more once reported.
   HealthDecision ReportHealth(HealthReport::Kind kind, milliseconds wait, const Sending& sending,
                               const Verdict& v) {
-    const HealthDecision d = sink_.deps.endpoints->Report(
-        {.endpoint = ep_, .kind = kind, .probe = probe_, .wait = wait}, time_.MonotonicNow());
+    const HealthDecision d =
+        sink_.deps.endpoints->Report({.endpoint = ep_, .kind = kind, .probe = probe_, .wait = wait},
+                                     time_.MonotonicNow(), &moves_seen_);
     probe_ = false;
     if (kind == HealthReport::Kind::kFailed) Add(Entry().counters.failures);
     if (kind == HealthReport::Kind::kHeld) Add(Entry().counters.holds);
@@ -677,11 +679,23 @@ class ForwardSink::Call {
           .end = c.end,
           .message = "endpoint held by an earlier Retry-After"});
     SetWaiting(hold.reason, 0, hold.remaining);
-    if (!sleeper_.SleepFor(hold.remaining, stop_)) {
-      Aborted();
-      return GateEnd::kStop;
+    switch (SleepOnEndpoint(hold.remaining)) {
+      case Slept::kElapsed: return GateEnd::kGo;
+      case Slept::kLeft: return GateEnd::kMoved;
+      case Slept::kStopped: Aborted(); return GateEnd::kStop;
     }
-    return GateEnd::kGo;
+    return GateEnd::kStop;
+  }
+
+  // How a wait on the endpoint in use ended.
+  enum class Slept { kElapsed, kLeft, kStopped };
+
+  // Sleeps `wait` on ep_; Close() cuts it short (kStopped), and so does a failover that
+  // leaves ep_ (kLeft: the caller re-sends where requests now go). @ref LLP 0019#wake
+  Slept SleepOnEndpoint(milliseconds wait) {
+    const Endpoints::Waiting on = sink_.deps.endpoints->WaitOn(ep_, moves_seen_, stop_);
+    if (!on.left() && sleeper_.SleepFor(wait, on.token())) return Slept::kElapsed;
+    return stop_.stop_requested() ? Slept::kStopped : Slept::kLeft;
   }
 
   // Proactive pacing: waits for the endpoint pacer's slot, after any gate hold (so it
@@ -795,11 +809,11 @@ class ForwardSink::Call {
     Add(counters_.waits);
     Add(counters_.wait_ms, static_cast<std::uint64_t>(d.wait.count()));
     SetWaiting(v.reason, v.status, d.wait);
-    if (!sleeper_.SleepFor(d.wait, stop_)) {
+    if (SleepOnEndpoint(d.wait) == Slept::kStopped) {
       Aborted();
       return false;
     }
-    return true;
+    return true;  // elapsed, or left by a failover: the same chunk goes out again
   }
 
   // Asks the provider for a fresh token, once per chunk; returns whether it gave one.
@@ -1074,6 +1088,7 @@ class ForwardSink::Call {
   } split_;
   std::uint64_t split_requests_ = 0;  // requests spent bisecting, this call
   std::size_t ep_ = 0;                // the endpoint of the current attempt
+  std::uint64_t moves_seen_ = 0;      // Endpoints' waking moves at our last look
   bool probe_ = false;                // that attempt probes the primary, not yet reported
 };
 

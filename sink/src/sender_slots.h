@@ -7,6 +7,9 @@
 #include <functional>
 #include <mutex>
 #include <stop_token>
+#include <utility>
+
+#include "fwdsink/clock.h"
 
 namespace fwdsink {
 
@@ -31,10 +34,17 @@ class SenderSlots {
   // one back and waits for it again, ahead of senders waiting in Acquire(). Returns
   // false when stopped (the slot is then not held). Returns at once when within it.
   [[nodiscard]] bool Yield(std::stop_token stop);
+  // Gives a slot back for a wait: others may use it until Reclaim().
+  void Lend();
+  // After a wait: waits for a slot ahead of every other sender, who gives its slot up
+  // at its next Yield(). False when stopped (no slot held). @ref LLP 0018#lend
+  [[nodiscard]] bool Reclaim(std::stop_token stop);
   // Wakes waiters after the limit moved.
   void LimitChanged() { cv_.notify_all(); }
   // Returns the slots held now.
   [[nodiscard]] std::size_t busy() const;
+  // Returns the senders waiting in Reclaim() now.
+  [[nodiscard]] std::size_t returning() const;
 
  private:
   [[nodiscard]] bool Free() const { return busy_ < limit_(); }  // mu_ held
@@ -42,8 +52,50 @@ class SenderSlots {
   std::function<std::size_t()> limit_;
   mutable std::mutex mu_;
   std::condition_variable_any cv_;
-  std::size_t busy_ = 0;      // guarded by mu_
-  std::size_t resuming_ = 0;  // senders waiting in Yield(); guarded by mu_
+  std::size_t busy_ = 0;       // guarded by mu_
+  std::size_t resuming_ = 0;   // senders waiting in Yield(); guarded by mu_
+  std::size_t returning_ = 0;  // senders waiting in Reclaim(); guarded by mu_
+};
+
+// One sender's hold on a slot of `slots`, and the sleeper its sink waits with: a wait of
+// kLendFrom or more (a ladder rung after a failure) lends the slot to the other
+// partitions and reclaims it afterwards, so a partition that waits holds no other back.
+// It keeps the slot for shorter waits (the pacer's spacing) and while `worth_lending`
+// says no (a Retry-After holds the endpoint: another partition would only wait in the
+// same hold, spending its inline budget). @ref LLP 0018#lend
+//
+// Threads: the sender's thread, except that `inner` may be any thread-safe sleeper.
+// Not owned: `slots` and `inner` outlive it.
+class LaneSlot final : public Sleeper {
+ public:
+  static constexpr std::chrono::milliseconds kLendFrom{1000};
+
+  // `stop`: the driver's; it ends a wait for the slot back (the sink's own token ends
+  // the sleep, and may have been stopped by a failover, not by Close()).
+  LaneSlot(SenderSlots& slots, Sleeper& inner, std::stop_token stop,
+           std::function<bool()> worth_lending)
+      : slots_(slots),
+        inner_(inner),
+        stop_(std::move(stop)),
+        worth_lending_(std::move(worth_lending)) {}
+
+  // Takes a slot to start a partition (SenderSlots::Acquire).
+  [[nodiscard]] bool Acquire(std::stop_token stop);
+  // Gives the slot back if it is held.
+  void Release();
+  // Between two chunks (SenderSlots::Yield); false when stopped (then not held).
+  [[nodiscard]] bool Yield(std::stop_token stop);
+  [[nodiscard]] bool held() const { return held_; }
+
+  // Sleeps on `inner`; a long wait lends the slot meanwhile. False when stopped.
+  [[nodiscard]] bool SleepFor(std::chrono::milliseconds duration, std::stop_token stop) override;
+
+ private:
+  SenderSlots& slots_;
+  Sleeper& inner_;
+  const std::stop_token stop_;
+  const std::function<bool()> worth_lending_;
+  bool held_ = false;  // sender thread only
 };
 
 }  // namespace fwdsink

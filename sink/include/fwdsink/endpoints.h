@@ -3,9 +3,13 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <stop_token>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "fwdsink/endpoint_health.h"
@@ -40,6 +44,8 @@ struct EndpointEntry {
 // the health is guarded by mu_. @ref LLP 0019#states
 class Endpoints {
  public:
+  class Waiting;
+
   // Makes the endpoints of `options`. The primary takes deps.gate and deps.pacer when
   // set; every other gate and pacer is new (the pacer from options.pacing, its max_wait
   // options.backpressure.max_wait). Every token provider is deps.tokens.
@@ -51,23 +57,70 @@ class Endpoints {
   [[nodiscard]] EndpointEntry& at(std::size_t i);
   [[nodiscard]] const EndpointEntry& at(std::size_t i) const;
 
-  // Returns where the next request goes (EndpointHealth::Choose) at `now`.
-  [[nodiscard]] EndpointHealth::Choice Choose(MonotonicTime now);
-  // Takes the outcome of one request (EndpointHealth::Report).
-  HealthDecision Report(const HealthReport& report, MonotonicTime now);
+  // Returns where the next request goes (EndpointHealth::Choose) at `now`; `moves`
+  // (if given) gets the count of moves that woke waiters so far (see WaitOn).
+  [[nodiscard]] EndpointHealth::Choice Choose(MonotonicTime now, std::uint64_t* moves = nullptr);
+  // Takes the outcome of one request (EndpointHealth::Report). A move with resend_now
+  // (to an endpoint up) wakes the waiters on the endpoint left. `moves` as for Choose.
+  HealthDecision Report(const HealthReport& report, MonotonicTime now,
+                        std::uint64_t* moves = nullptr);
   // Returns the endpoint in use now.
   [[nodiscard]] std::size_t active() const;
   // Returns whether endpoint i is up or down.
   [[nodiscard]] EndpointState state(std::size_t i) const;
   // Returns whether the URLs are `urls`, in order (a sink checks the deps it is given).
   [[nodiscard]] bool Matches(const std::vector<std::string>& urls) const;
+  // Registers a sender about to wait on endpoint i: the returned token is stopped when
+  // `stop` is, or when a move wakes the waiters on i — at once if one did since the
+  // sender saw `moves` (from its last Choose or Report) and i is no longer in use. The
+  // registration ends with the Waiting. @ref LLP 0019#wake
+  [[nodiscard]] Waiting WaitOn(std::size_t i, std::uint64_t moves, std::stop_token stop);
 
  private:
   Endpoints(FailoverPolicy policy, std::size_t n);
+  void Forget(std::uint64_t id);
+  void WakeWaitersOn(std::size_t i);  // mu_ held
+
+  struct Wake {
+    void operator()() { source.request_stop(); }
+    std::stop_source source;
+  };
 
   std::vector<std::unique_ptr<EndpointEntry>> entries_;  // fixed after Make()
   mutable std::mutex mu_;
   EndpointHealth health_;  // guarded by mu_
+  // The senders waiting on an endpoint, by registration: id -> (endpoint, wake).
+  std::map<std::uint64_t, std::pair<std::size_t, std::stop_source>> waiting_;  // guarded by mu_
+  std::uint64_t next_waiting_ = 0;                                             // guarded by mu_
+  std::uint64_t moves_ = 0;  // moves that woke waiters; guarded by mu_
+};
+
+// One sender's wait on one endpoint (Endpoints::WaitOn): its token() ends the wait on
+// Close() or when a failover leaves the endpoint. Lives on the waiting thread's stack;
+// the Endpoints must outlive it. Not copyable or movable.
+class Endpoints::Waiting {
+ public:
+  Waiting(const Waiting&) = delete;
+  Waiting& operator=(const Waiting&) = delete;
+  ~Waiting() { owner_->Forget(id_); }
+
+  // Returns the token a sleep on the endpoint waits with.
+  [[nodiscard]] std::stop_token token() const { return wake_.source.get_token(); }
+  // Returns whether the endpoint waited on is no longer the one in use.
+  [[nodiscard]] bool left() const {
+    return wake_.source.stop_requested() && !stop_.stop_requested();
+  }
+
+ private:
+  friend class Endpoints;
+  Waiting(Endpoints* owner, std::uint64_t id, Wake wake, std::stop_token stop)
+      : owner_(owner), id_(id), wake_(std::move(wake)), stop_(stop), on_stop_(stop_, wake_) {}
+
+  Endpoints* owner_;  // not owned
+  std::uint64_t id_;
+  Wake wake_;
+  std::stop_token stop_;
+  std::stop_callback<Wake> on_stop_;  // Close() ends the wait too
 };
 
 }  // namespace fwdsink
