@@ -16,6 +16,7 @@
 #include "fake_clock.h"
 #include "fwdsink/endpoints.h"
 #include "fwdsink/forward_sink.h"
+#include "it_support.h"
 #include "scripted_server.h"
 #include "test_files.h"
 
@@ -23,19 +24,13 @@ using namespace std::chrono_literals;
 using fwdsink::Endpoints;
 using fwdsink::HealthReport;
 using fwdsink::Outcome;
+using fwdsink::test::AtExit;
 using fwdsink_test::ScriptedServer;
 using std::chrono::milliseconds;
 
 namespace {
 
 constexpr std::string_view kSuite = "failover_wake";
-
-// Runs `f` when the scope ends, before the futures declared earlier wait for their
-// threads: a failed REQUIRE then ends the test instead of hanging it.
-struct AtExit {
-  std::function<void()> f;
-  ~AtExit() { f(); }
-};
 
 fwdsink::ForwardOptions TwoUrls(const std::string& primary, const std::string& fallback) {
   fwdsink::ForwardOptions o;

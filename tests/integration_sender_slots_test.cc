@@ -24,6 +24,7 @@
 using namespace std::chrono_literals;
 using fwdsink::LaneSlot;
 using fwdsink::SenderSlots;
+using fwdsink::test::AtExit;
 using fwdsink::test::WaitFor;
 using fwdsink_test::ScriptedServer;
 using std::chrono::milliseconds;
@@ -31,13 +32,6 @@ using std::chrono::milliseconds;
 namespace {
 
 constexpr std::string_view kSuite = "sender_slots";
-
-// Runs `f` when the scope ends, before the futures declared earlier wait for their
-// threads: a failed REQUIRE then ends the test instead of hanging it.
-struct AtExit {
-  std::function<void()> f;
-  ~AtExit() { f(); }
-};
 
 // A sleeper that runs `during` in place of the sleep (on the fake clock: no time).
 struct CallbackSleeper final : fwdsink::Sleeper {

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -193,5 +194,12 @@ bool WaitFor(Pred done, std::chrono::milliseconds timeout = kPollTimeout) {
   }
   return done();
 }
+
+// Runs `f` when the scope ends, before the futures declared earlier wait for their
+// threads: a failed REQUIRE then ends the test instead of hanging it.
+struct AtExit {
+  std::function<void()> f;
+  ~AtExit() { f(); }
+};
 
 }  // namespace fwdsink::test
