@@ -194,7 +194,8 @@ TEST_CASE("JitterStaysInItsBandAndNeverShortensRetryAfter") {
   CHECK(DecideWait(p, 1, std::nullopt, 0ms, rnd).wait == 100s);
   u = 0.0;
   CHECK(DecideWait(p, 1, 10s, 0ms, rnd).wait == 10s);  // never below Retry-After
-  // A Retry-After is lengthened by at most min(10 %, 1 s) (LLP 0016#jitter).
+  // A Retry-After is lengthened by at most min(10 %, 1 s) (LLP 0016#jitter), but for
+  // the one-time phase at the third refusal in a row (the outage test below).
   u = 0.5;
   CHECK(DecideWait(p, 1, 10s, 0ms, rnd).wait == 10500ms);
   SUBCASE("twin: jitter off means the exact rung whatever the generator says") {

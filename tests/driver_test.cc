@@ -5,6 +5,9 @@
 
 #include <filesystem>
 #include <fstream>
+#include <future>
+#include <map>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -226,24 +229,51 @@ TEST_CASE("HorizonMovesAPartitionFailingTooLongToDeadLettersWhole") {
 }
 
 TEST_CASE("CorruptCursorResumesFromZeroWithTheSameKeys") {
-  ScriptedServer server;
   const auto spool = FreshSpool("corrupt");
-  AddPartition(spool, "c", 4);
+  AddPartition(spool, "c", 10);  // 16-byte rows: chunks of four, four and two rows
+  // Two earlier ticks, each throttled after one accepted chunk: the first from 0, the
+  // second from its cursor. They leave the cursor at 128 and the keys they sent.
+  std::vector<fwdsink_test::Recorded> earlier;
+  for (int tick = 0; tick < 2; ++tick) {
+    ScriptedServer server;
+    server.Then(200);
+    for (int i = 0; i < 4; ++i) server.Then(429, RetryAfter("100"));
+    Harness h(spool, server.url());
+    REQUIRE(h.driver->Tick().respooled == 1);
+    for (const auto& q : server.requests()) earlier.push_back(q);
+  }  // each harness lets go of the spool's lock
   {
     auto s = fwdsink::Spool::Open(spool);
     REQUIRE(s);
-    REQUIRE(s->SaveCursor("c", 0).ok());
+    const auto cursor = s->LoadCursor("c");
+    REQUIRE(cursor.status == fwdsink::CursorStatus::kOk);
+    REQUIRE(cursor.offset == 128);
   }
   // Tear the cursor record.
   for (const auto& e : std::filesystem::directory_iterator(spool / "state")) {
     WriteFile(e.path(), "fwdsink-cursor v1 offs");
   }
+  ScriptedServer server;
   Harness h(spool, server.url());
   const auto r = h.driver->Tick();
   CHECK(r.delivered == 1);
   CHECK(h.driver->counters().cursor_corrupt == 1);
   CHECK(h.Count("driver.cursor_corrupt") == 1);
-  CHECK(server.requests().front().key.rfind("c:0-", 0) == 0);
+  // Every range sent before is sent again from 0 under the key and with the bytes it
+  // had then (a deduplicating receiver stores none of it twice); then the rest.
+  std::vector<std::string> keys;
+  std::map<std::string, std::string> bodies;
+  for (const auto& q : earlier) {
+    if (bodies.emplace(q.key, q.body).second) keys.push_back(q.key);
+  }
+  CHECK(keys == std::vector<std::string>{"c:0-64", "c:64-128", "c:128-160"});
+  const auto reqs = server.requests();
+  REQUIRE(reqs.size() == 3);
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    CAPTURE(i);
+    CHECK(reqs[i].key == keys[i]);
+    CHECK(reqs[i].body == bodies[keys[i]]);
+  }
 }
 
 // Two ready partitions and a server whose one reply stops the tick: checks what every
@@ -284,20 +314,66 @@ TEST_CASE("AConfigurationErrorStopsTheTickAndIsCountedAsOneNotAsAnAuthFailure") 
   CHECK(auth_failures == 0);
 }
 
+namespace {
+
+// Runs `f` on a thread of its own and waits for it at most `limit` of real time, so
+// that a broken Close() fails the test with a message instead of hanging it. On a
+// timeout the thread is left running, detached, and `keep` (everything it uses) is
+// leaked with it rather than destroyed under it. Returns whether `f` returned in time.
+template <typename Keep, typename F>
+bool ReturnsWithin(std::chrono::seconds limit, std::unique_ptr<Keep>& keep, F f) {
+  std::promise<void> done;
+  std::future<void> returned = done.get_future();
+  std::thread t([f = std::move(f), done = std::move(done)]() mutable {
+    f();
+    done.set_value();
+  });
+  if (returned.wait_for(limit) == std::future_status::ready) {
+    t.join();
+    return true;
+  }
+  t.detach();
+  (void)keep.release();
+  return false;
+}
+
+}  // namespace
+
 TEST_CASE("CloseFromAnotherThreadEndsRun") {
   // On the fake clock an idle Run() ticks and "pauses" 300 s in no time, over and over,
   // until Close() from another thread ends it. (The real-time bound on how fast Close()
   // ends a real pause is in integration_close_test.)
-  ScriptedServer server;
-  const auto spool = FreshSpool("close");
-  Harness h(spool, server.url());
-  std::thread runner([&] { h.driver->Run(); });
-  h.driver->Close();
-  runner.join();
-  CHECK(h.driver->closed());
-  h.driver->Close();  // twice is fine
-  h.driver->Run();    // and a closed driver's Run() returns at once
-  CHECK(h.driver->Tick().partitions == 0);
+  struct World {
+    ScriptedServer server;
+    Harness h;
+    World() : h(FreshSpool("close"), server.url()) {}
+  };
+  auto w = std::make_unique<World>();
+  fwdsink::Driver& driver = *w->h.driver;
+  CHECK_FALSE(driver.closed());  // the twin: open until Close()
+  std::promise<void> ticking;
+  std::future<void> ticked = ticking.get_future();
+  const bool ended = ReturnsWithin(10s, w, [&driver, ticking = std::move(ticking)]() mutable {
+    std::thread closer([&driver, &ticking] {
+      // Close() lands while Run() is looping: it has ticked and paused already.
+      while (driver.counters().ticks.load() < 2) std::this_thread::yield();
+      ticking.set_value();
+      driver.Close();
+    });
+    driver.Run();
+    closer.join();
+  });
+  REQUIRE_MESSAGE(ended, "Run() was still running 10 s after Close()");
+  CHECK(ticked.wait_for(0s) == std::future_status::ready);
+  CHECK(driver.closed());
+  const std::uint64_t ticks = driver.counters().ticks.load();
+  CHECK(ticks >= 2);
+  driver.Close();  // twice is fine
+  // A closed driver's Run() returns at once, without another tick.
+  REQUIRE_MESSAGE(ReturnsWithin(10s, w, [&driver] { driver.Run(); }),
+                  "a closed driver's Run() was still running after 10 s");
+  CHECK(driver.counters().ticks.load() == ticks);
+  CHECK(driver.Tick().partitions == 0);
 }
 
 TEST_CASE("DriverValidateNamesTheField") {

@@ -158,18 +158,39 @@ TEST_CASE("ThePrimaryIsProbedWithARealChunkAndTakenBackNoSoonerThanFailback") {
   }
   SUBCASE("after failback_after, the next chunk probes the primary; its 2xx takes it back") {
     h.clock.Advance(60s);
-    REQUIRE(h.Forward(WritePartition("fail_back_3", 3)).outcome == Outcome::kDelivered);
+    const auto path = WritePartition("fail_back_3", 3);
+    const std::size_t fallback_before = fallback.requests().size();
+    REQUIRE(h.Forward(path).outcome == Outcome::kDelivered);
+    // The probe is the partition's first chunk itself (two 25-byte rows), not a
+    // made-up request; after it the rest goes to the primary too.
+    const auto p = primary.requests();
+    REQUIRE(p.size() == primary_before + 2);
+    CHECK(p[primary_before].key == "p1:0-50");
+    CHECK(p[primary_before].body == fwdsink::test::ReadFile(path).substr(0, 50));
+    CHECK(p[primary_before + 1].key == "p1:50-75");
+    CHECK(fallback.requests().size() == fallback_before);
     CHECK(h.sink->counters().probes == 1);
     CHECK(h.sink->counters().failbacks == 1);
     CHECK(h.Count(fwdsink::events::kForwardFailback) == 1);
     CHECK(h.deps.endpoints->active() == 0);
-    CHECK(primary.requests().size() > primary_before + 1);  // the probe, then the rest
   }
   SUBCASE("a failed probe: the chunk goes on to the fallback without a wait") {
     primary.Then(500);
     h.clock.Advance(60s);
     const std::size_t sleeps = h.clock.sleeps().size();
-    REQUIRE(h.Forward(WritePartition("fail_back_4", 3)).outcome == Outcome::kDelivered);
+    const std::size_t fallback_before = fallback.requests().size();
+    const auto path = WritePartition("fail_back_4", 3);
+    REQUIRE(h.Forward(path).outcome == Outcome::kDelivered);
+    // The probed chunk, refused, goes on to the fallback unchanged: key and bytes.
+    const auto p = primary.requests();
+    const auto f = fallback.requests();
+    REQUIRE(p.size() == primary_before + 1);
+    REQUIRE(f.size() == fallback_before + 2);
+    CHECK(p.back().key == "p1:0-50");
+    CHECK(p.back().body == fwdsink::test::ReadFile(path).substr(0, 50));
+    CHECK(f[fallback_before].key == p.back().key);
+    CHECK(f[fallback_before].body == p.back().body);
+    CHECK(f[fallback_before + 1].key == "p1:50-75");
     CHECK(h.sink->counters().probe_failures == 1);
     CHECK(h.clock.sleeps().size() == sleeps);
     CHECK(h.deps.endpoints->active() == 1);

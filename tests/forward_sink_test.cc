@@ -169,11 +169,26 @@ TEST_CASE("WithoutRetryAfterTheLadderIsWalkedAndCapped") {
   Harness h(server.url(), o);
   const auto r = h.Forward(path);
   REQUIRE(r.outcome == Outcome::kDelivered);
-  CHECK(h.clock.sleeps() == std::vector<milliseconds>{30s, 60s, 120s, 300s, 300s, 300s});
-  CHECK(server.requests().size() == 7);
-  for (const auto& e : h.Named("forward.backpressure")) {
-    CHECK(e.wait_source == "ladder");
-    CHECK(e.reason == "http_429");  // no JSON body: the status stands in for the reason
+  const std::vector<milliseconds> ladder{30s, 60s, 120s, 300s, 300s, 300s};
+  CHECK(h.clock.sleeps() == ladder);
+  // The whole partition is one 50-byte chunk: every attempt re-sent it in place.
+  const auto reqs = server.requests();
+  REQUIRE(reqs.size() == 7);
+  for (const auto& q : reqs) {
+    CHECK(q.key == "p1:0-50");
+    CHECK(q.body == ReadFile(path));
+  }
+  CHECK(h.acks.size() == 1);
+  // One event per wait, in order, each naming the chunk and the rung it took.
+  const auto bp = h.Named("forward.backpressure");
+  REQUIRE(bp.size() == 6);
+  for (std::size_t i = 0; i < bp.size(); ++i) {
+    CAPTURE(i);
+    CHECK(bp[i].attempt == i + 1);
+    CHECK(bp[i].wait == ladder[i]);
+    CHECK(bp[i].key == "p1:0-50");
+    CHECK(bp[i].wait_source == "ladder");
+    CHECK(bp[i].reason == "http_429");  // no JSON body: the status stands in for the reason
   }
 }
 
@@ -187,7 +202,17 @@ TEST_CASE("UnusableRetryAfterWalksTheLadderAndNeverSpins") {
     Harness h(server.url());
     REQUIRE(h.Forward(path).outcome == Outcome::kDelivered);
     CHECK(h.clock.sleeps() == std::vector<milliseconds>{30s, 60s});
-    CHECK(server.requests().size() == 3);  // counted: no hot loop
+    const auto reqs = server.requests();
+    REQUIRE(reqs.size() == 3);  // counted: no hot loop
+    for (const auto& q : reqs) {
+      CHECK(q.key == "p1:0-25");  // the one row, re-sent in place
+      CHECK(q.body == ReadFile(path));
+    }
+    const auto bp = h.Named("forward.backpressure");
+    REQUIRE(bp.size() == 2);
+    CHECK(bp[0].wait_source == "ladder");
+    CHECK(bp[1].wait_source == "ladder");
+    CHECK(bp[0].retry_after == raw);  // the unusable value is reported as it came
     CHECK(h.sink->counters().status_503 == 2);
   }
 }
@@ -302,12 +327,27 @@ TEST_CASE("MalformedRowIsIsolatedByBisectionAndPoisonedAlone") {
   CHECK(r.status == 400);
   CHECK(r.reason == "bad_row");
   CHECK(r.poison_rows == 1);
-  CHECK(r.resume_offset == r.poison_begin);
-  CHECK(r.poison_end > r.poison_begin);
-  CHECK(h.Named("forward.poison").size() == 1);
+  // 25-byte rows: the first half (row 0) was accepted, the bad row is row 1, [25, 50).
+  CHECK(r.poison_begin == 25);
+  CHECK(r.poison_end == 50);
+  CHECK(r.resume_offset == 25);
+  REQUIRE(h.acks.size() == 1);
+  CHECK(h.acks[0].end == 25);
+  const auto poison = h.Named("forward.poison");
+  REQUIRE(poison.size() == 1);
+  CHECK(poison[0].begin == 25);
+  CHECK(poison[0].end == 50);
   SUBCASE("the rest of the partition goes on after the poisoned row") {
-    const auto r2 = h.Forward(path, r.poison_end);
+    ScriptedServer rest;
+    Harness again(rest.url());
+    const auto r2 = again.Forward(path, r.poison_end);
     CHECK(r2.outcome == Outcome::kDelivered);
+    const auto reqs = rest.requests();
+    REQUIRE_FALSE(reqs.empty());
+    CHECK(reqs[0].key.rfind("p1:50-", 0) == 0);
+    std::string sent;
+    for (const auto& q : reqs) sent += q.body;
+    CHECK(sent == ReadFile(path).substr(50));  // every later row, the bad one not again
   }
 }
 
@@ -539,8 +579,14 @@ TEST_CASE("TornPartitionIsAClearErrorAndNothingIsSent") {
   const auto r = h.Forward(path);
   CHECK(r.outcome == Outcome::kPartitionError);
   CHECK(r.reason == "unterminated_line");
-  CHECK(r.message.find("8") != std::string::npos);  // names the offset of the torn line
-  CHECK(r.resume_offset == 8);                      // the whole line before it went
+  // Names the file, the torn bytes and the offset of the torn line.
+  CHECK(r.message == path.string() +
+                         ": last line has no terminating newline (6 bytes) at offset 8"
+                         " (unterminated_line)");
+  CHECK(r.resume_offset == 8);  // the whole line before it went
+  const auto reqs = server.requests();
+  REQUIRE(reqs.size() == 1);
+  CHECK(reqs[0].body == "{\"a\":1}\n");  // only the whole line; nothing of the torn one
 }
 
 TEST_CASE("ZstdBodiesDecodeToTheChunkAndAreIdenticalOnResend") {

@@ -18,6 +18,7 @@
 #include "fwdsink/spool.h"
 #include "fwdsink/spool_writer.h"
 #include "fwdsink/telemetry.h"
+#include "test_files.h"
 
 namespace {
 
@@ -333,8 +334,17 @@ TEST_CASE("fwdsink dead list / requeue / purge round trip") {
   SUBCASE("requeue puts the rows back into ready/; purge removes the record") {
     CHECK(CountReady(spool) == 0);
     REQUIRE(RunDaemon(dir, {"dead", "requeue", "--spool", sp, name}, &out) == kExitOk);
-    CHECK(out.find(name + " -> ") != std::string::npos);
+    // "<dead name> -> <new partition>": the new partition holds exactly the dead rows,
+    // the bad row alone, byte for byte; the rows around it were delivered, not requeued.
+    const std::string said = name + " -> ";
+    REQUIRE(out.rfind(said, 0) == 0);
+    REQUIRE(out.back() == '\n');
+    const std::string requeued = out.substr(said.size(), out.size() - said.size() - 1);
+    CHECK(requeued.rfind(name + ".requeued-", 0) == 0);
     CHECK(CountReady(spool) == 1);
+    const fs::path back = spool / "ready" / (requeued + ".ndjson");
+    REQUIRE(fs::exists(back));
+    CHECK(fwdsink::test::ReadFile(back) == "broken row\n");
     CHECK(RunDaemon(dir, {"dead", "requeue", "--spool", sp, "no-such-dead-letter"}) ==
           kExitNoInput);
 

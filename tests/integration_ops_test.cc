@@ -201,7 +201,9 @@ TEST_CASE("/readyz answers 503 with the reason after an auth failure; /healthz s
   const fs::path spool = dir / "spool";
   CentralProcess central(dir / "central");
   REQUIRE(central.Start({"--token", "right"}));
+  const auto before_seal = std::chrono::system_clock::now();
   SealRows(spool, 5, 1);
+  const auto sealed = std::chrono::system_clock::now();
   fwdsink::test::WriteFile(dir / "token", "wrong\n");
   DaemonProcess d(dir, "readyz",
                   {"forward", "--spool", spool.string(), "--url", Url(central), "--token-file",
@@ -216,10 +218,19 @@ TEST_CASE("/readyz answers 503 with the reason after an auth failure; /healthz s
   }));
   CHECK(ready.body.find("forward.auth_failed") != std::string::npos);
   CHECK(Get(address, "/healthz").status == 200);
+  const auto before_scrape = std::chrono::system_clock::now();
   const json page = Scrape(dir, address);
+  const auto scraped = std::chrono::system_clock::now();
   CHECK(page["fwdsink_ready"] == 0);
   CHECK(page["fwdsink_ready_partitions"] == 1);
-  CHECK(page["fwdsink_oldest_ready_age_seconds"].get<double>() >= 0);
+  // The partition's age when scraped: no less than the time from its sealing to the
+  // scrape, no more than from before its first row to after the scrape (file times
+  // are coarse: 20 ms of slack on each side).
+  const double age = page["fwdsink_oldest_ready_age_seconds"].get<double>();
+  const auto secs = [](auto d) { return std::chrono::duration<double>(d).count(); };
+  CHECK(age > 0);
+  CHECK(age >= secs(before_scrape - sealed) - 0.02);
+  CHECK(age <= secs(scraped - before_seal) + 0.02);
   // The last error is on record for `fwdsink status`.
   auto last = fwdsink::ReadLastError(spool);
   REQUIRE(last.ok());

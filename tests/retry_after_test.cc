@@ -2,6 +2,7 @@
 // ParseRetryAfter: one test per class of input, named for the case (RFC 9110 §10.2.3).
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <string>
 
@@ -146,10 +147,12 @@ TEST_CASE("InvalidDateMangledFields") {
 
 TEST_CASE("EveryPrefixAndByteFlipIsTotal") {
   // No input may crash, throw or overflow: feed every prefix and every single-byte
-  // corruption of each format (the sanitizer build turns UB into a failure).
+  // corruption of each format (the sanitizer build turns UB into a failure). What does
+  // parse must be right: a date gives its distance from now (zero only once it is
+  // past), delay-seconds a positive wait.
   const std::string samples[] = {"Sun, 06 Nov 1994 08:49:37 GMT", "Sunday, 06-Nov-94 08:49:37 GMT",
                                  "Sun Nov  6 08:49:37 1994", "123456789012345678901234"};
-  int parsed = 0;
+  int parsed = 0, flips_parsed = 0, flips_zero = 0;
   for (const auto& s : samples) {
     for (std::size_t n = 0; n <= s.size(); ++n) {
       if (ParseRetryAfter(s.substr(0, n), kNow)) ++parsed;
@@ -159,10 +162,30 @@ TEST_CASE("EveryPrefixAndByteFlipIsTotal") {
         std::string t = s;
         t[i] = static_cast<char>(c);
         const auto r = ParseRetryAfter(t, kNow);
-        if (r) CHECK(*r >= milliseconds{0});
+        if (!r) continue;
+        CAPTURE(t);
+        ++flips_parsed;
+        std::string_view bare = t;  // without the optional whitespace around it
+        while (!bare.empty() && bare.front() == ' ') bare.remove_prefix(1);
+        while (!bare.empty() && bare.back() == ' ') bare.remove_suffix(1);
+        if (const auto date = fwdsink::ParseHttpDate(bare)) {
+          // In whole seconds (kNow is whole), saturating like the parser: year 9994.
+          const auto ahead = *date - std::chrono::floor<std::chrono::seconds>(kNow);
+          CHECK(*r ==
+                std::clamp<milliseconds>(ahead, milliseconds{0}, fwdsink::kRetryAfterSaturation));
+        } else {
+          CHECK(*r > milliseconds{0});  // delay-seconds: these digits are never all zeros
+          CHECK(*r <= fwdsink::kRetryAfterSaturation);
+        }
+        if (*r == milliseconds{0}) ++flips_zero;
       }
     }
   }
   // Full strings parse; and the digits prefixes ("1", "12", ...) do too.
-  CHECK(parsed >= 4 + 23);
+  CHECK(parsed == 4 + 23);
+  // Counted by hand: of the digits, '9' anywhere (24) and a space at either end (2); of
+  // the dates, a space put over a space (5 + 3 + 5) and the digit flips to '9' that
+  // stay a valid date (8 + 6 + 8). None lands in the past: no flip waits zero.
+  CHECK(flips_parsed == 26 + 13 + 9 + 13);
+  CHECK(flips_zero == 0);
 }

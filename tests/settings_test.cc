@@ -5,6 +5,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -122,12 +123,27 @@ TEST_CASE("precedence: flags, then environment, then file, then defaults, whatev
   CHECK(f.backpressure.inline_budget == milliseconds{90'000});               // environment
   CHECK(built->driver.horizon == milliseconds{3'600'000});                   // file
   CHECK(f.backpressure.max_wait == fwdsink::BackpressurePolicy{}.max_wait);  // default
-  for (const auto& e : s.Describe()) {
-    if (e.key == "chunk_bytes") CHECK(e.where == "--chunk-bytes");
-    if (e.key == "inline_budget") CHECK(e.where == "FWDSINK_INLINE_BUDGET");
-    if (e.key == "horizon") CHECK(e.where == (dir / "f.toml").string() + ":3");
-    if (e.key == "max_wait") CHECK(e.source == SettingSource::kDefault);
-  }
+  // Each key is looked up, not met in a loop that may skip it: a missing key fails.
+  const auto described = s.Describe();
+  const auto entry = [&](std::string_view key) {
+    const auto it = std::find_if(described.begin(), described.end(),
+                                 [&](const Settings::Effective& e) { return e.key == key; });
+    REQUIRE_MESSAGE(it != described.end(), "Describe() has no " << key);
+    return *it;
+  };
+  const auto chunk = entry("chunk_bytes");
+  CHECK(chunk.source == SettingSource::kFlag);
+  CHECK(chunk.where == "--chunk-bytes");
+  CHECK(chunk.value == "4m");
+  const auto budget = entry("inline_budget");
+  CHECK(budget.source == SettingSource::kEnvironment);
+  CHECK(budget.where == "FWDSINK_INLINE_BUDGET");
+  CHECK(budget.value == "90");
+  const auto horizon = entry("horizon");
+  CHECK(horizon.source == SettingSource::kFile);
+  CHECK(horizon.where == (dir / "f.toml").string() + ":3");
+  CHECK(horizon.value == "1h");
+  CHECK(entry("max_wait").source == SettingSource::kDefault);
   SUBCASE("twin: without the flag and the variable the file's value holds") {
     Settings only_file = Required();
     REQUIRE(only_file.LoadFile(dir / "f.toml").ok());

@@ -2,9 +2,12 @@
 // SingleSlotWorker: one job at a time, a newer queued job replaces an older one.
 #include <doctest/doctest.h>
 
+#include <chrono>
+#include <filesystem>
 #include <future>
 #include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "single_slot_worker.h"
@@ -20,6 +23,37 @@ struct Log {
     ran.push_back(s);
   }
 };
+
+// The threads of this process now (Linux: one entry per thread in /proc/self/task).
+std::size_t ThreadCount() {
+  std::size_t n = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/task")) ++n;
+  return n;
+}
+
+// A joined thread may stay listed for a moment after join() returns: waits (yielding,
+// at most 5 s of real time) until the count is `n`, and says whether it got there.
+bool ThreadsSettleAt(std::size_t n) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (ThreadCount() != n) {
+    if (std::chrono::steady_clock::now() > until) return false;
+    std::this_thread::yield();
+  }
+  return true;
+}
+
+// The count once no thread is on its way out: the same over many looks.
+std::size_t SettledThreadCount() {
+  std::size_t n = ThreadCount();
+  for (int same = 0; same < 200; ++same) {
+    std::this_thread::yield();
+    if (const std::size_t now = ThreadCount(); now != n) {
+      n = now;
+      same = 0;
+    }
+  }
+  return n;
+}
 
 }  // namespace
 
@@ -66,9 +100,24 @@ TEST_CASE("TheDestructorRunsTheQueuedJob") {
     worker.Post([&] { log.Add("queued"); });
   }
   CHECK(log.ran == std::vector<std::string>{"queued"});
-  SUBCASE("twin: a worker never posted to runs nothing and joins nothing") {
-    fwdsink::SingleSlotWorker idle;
-    idle.WaitIdle();
-    CHECK(log.ran.size() == 1);
+  SUBCASE("twin: a worker never posted to starts no thread, and WaitIdle returns") {
+    const std::size_t before = SettledThreadCount();
+    {
+      fwdsink::SingleSlotWorker idle;
+      idle.WaitIdle();
+      CHECK(ThreadCount() == before);
+    }
+    CHECK(ThreadCount() == before);
+    SUBCASE("twin of the twin: the first Post starts one thread, which ends with the worker") {
+      Log more;
+      {
+        fwdsink::SingleSlotWorker used;
+        used.Post([&] { more.Add("posted"); });
+        used.WaitIdle();
+        CHECK(ThreadCount() == before + 1);
+      }
+      CHECK(ThreadsSettleAt(before));
+      CHECK(more.ran == std::vector<std::string>{"posted"});
+    }
   }
 }

@@ -4,11 +4,13 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <string>
 #include <vector>
 
+#include "dir_events.h"
 #include "test_files.h"
 
 namespace fs = std::filesystem;
@@ -80,11 +82,23 @@ TEST_CASE("Cursor round trip") {
     CHECK(c.status == CursorStatus::kOk);
     CHECK(c.offset == 24);
   }
-  SUBCASE("saving is atomic: only the cursor file is left in state/") {
+  SUBCASE("saving is atomic: the record replaces the old one whole, by a rename") {
     REQUIRE(spool.SaveCursor(kPartition, kSecondLineStart).ok());
+    fwdsink::test::DirEvents state_events(spool.state_dir());
+    REQUIRE(state_events.ok());
     REQUIRE(spool.SaveCursor(kPartition, 16).ok());
-    CHECK(FileNames(spool.state_dir()) ==
-          std::vector<std::string>{std::string(kPartition) + ".cursor"});
+    const std::string name = std::string(kPartition) + ".cursor";
+    // The record's own name is only the target of a rename: never opened for writing,
+    // written or truncated in place, so a reader sees the old record or the new one.
+    const auto events = state_events.Take();
+    CHECK(fwdsink::test::DirEvents::Of(events, name) == std::vector<std::string>{"moved_to"});
+    // ... from one temp file, created, written and renamed away.
+    CHECK(std::count_if(events.begin(), events.end(), [&](const std::string& e) {
+            return e.starts_with("create ") && e != "create " + name;
+          }) == 1);
+    CHECK(std::count_if(events.begin(), events.end(),
+                        [](const std::string& e) { return e.starts_with("moved_from "); }) == 1);
+    CHECK(FileNames(spool.state_dir()) == std::vector<std::string>{name});
     const std::string text = ReadFile(spool.state_dir() / (std::string(kPartition) + ".cursor"));
     CHECK(text.rfind("fwdsink-cursor v1 offset=16 ", 0) == 0);
     CHECK(text.back() == '\n');
@@ -248,7 +262,7 @@ TEST_CASE("MarkDelivered removes the partition and its cursor only") {
 
   REQUIRE(spool.MarkDelivered(kPartition).ok());
   CHECK_FALSE(fs::exists(spool.PartitionPath(kPartition)));
-  CHECK(spool.LoadCursor(kPartition).status != CursorStatus::kOk);
+  CHECK(spool.LoadCursor(kPartition).status == CursorStatus::kMissing);
   // Twin: the other partition and its cursor stay.
   CHECK(fs::exists(spool.PartitionPath(kOther)));
   CHECK(spool.LoadCursor(kOther).offset == kSecondLineStart);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "dir_events.h"
 #include "fwdsink/spool.h"
 #include "test_files.h"
 
@@ -155,6 +156,8 @@ TEST_CASE("SpoolWriter seals atomically") {
   FakeWall wall;
   auto w = SpoolWriter::Open(dir, Options(clock, wall, 1 << 20));
   REQUIRE(w.ok());
+  fwdsink::test::DirEvents ready_events(dir / "ready");
+  REQUIRE(ready_events.ok());
   REQUIRE(w->Append("{\"x\":1}").ok());
   // While open: one temp file in incoming/, nothing in ready/.
   CHECK(CountFiles(dir / "incoming") == 1);
@@ -165,7 +168,11 @@ TEST_CASE("SpoolWriter seals atomically") {
   REQUIRE(sealed->has_value());
   CHECK(CountFiles(dir / "incoming") == 0);
   CHECK(CountFiles(dir / "ready") == 1);
-  CHECK(ReadFile(dir / "ready" / (**sealed + ".ndjson")) == "{\"x\":1}\n");
+  const std::string file = **sealed + ".ndjson";
+  CHECK(ReadFile(dir / "ready" / file) == "{\"x\":1}\n");
+  // What a forwarder watching ready/ saw: the partition arrived whole, by one rename;
+  // nothing was ever created, written or truncated there.
+  CHECK(ready_events.Take() == std::vector<std::string>{"moved_to " + file});
   CHECK(fwdsink::ValidatePartitionName(**sealed).ok());
 
   SUBCASE("twin: sealing with nothing open seals nothing") {
