@@ -29,6 +29,23 @@ PKGS=(fwdsink fwdsink-central libfwdsink0 libfwdsink-dev)
 exec 9>/run/lock/fwdsink-deb-test.lock
 flock -w 600 9 || fail "another deb_packages run holds /run/lock/fwdsink-deb-test.lock"
 installed() { dpkg-query -W -f='${db:Status-Abbrev}' "$1" 2>/dev/null | grep -q '^.[ic]'; }
+# What this test installed, for cleanup(): written before dpkg -i, removed after the
+# purge. Found at the start, it means a run was killed (a ctest timeout sends SIGKILL,
+# which no trap sees): that run's leftovers are ours to remove.
+marker=/run/lock/fwdsink-deb-test.installed
+purge_ours() {
+  local left=()
+  for p in "${PKGS[@]}"; do installed "$p" && left+=("$p"); done
+  ((${#left[@]} == 0)) || dpkg -P "${left[@]}" >/dev/null 2>&1 || true
+  if getent passwd fwdsink >/dev/null; then deluser --system --quiet fwdsink >/dev/null 2>&1; fi
+  if getent group fwdsink >/dev/null; then delgroup --system --quiet fwdsink >/dev/null 2>&1; fi
+  rm -rf /var/lib/fwdsink /etc/fwdsink /etc/default/fwdsink
+  rm -f "$marker"
+}
+if [[ -e $marker ]]; then
+  echo "deb test: removing what a killed run left ($(cat "$marker"))"
+  purge_ours
+fi
 for p in "${PKGS[@]}"; do
   ! installed "$p" || skip "$p is installed on this machine; not touching it"
 done
@@ -39,12 +56,7 @@ central_pid=
 cleanup() {
   local rc=$?
   [[ -n $central_pid ]] && kill "$central_pid" 2>/dev/null
-  local left=()
-  for p in "${PKGS[@]}"; do installed "$p" && left+=("$p"); done
-  ((${#left[@]} == 0)) || dpkg -P "${left[@]}" >/dev/null 2>&1 || true
-  getent passwd fwdsink >/dev/null && deluser --system --quiet fwdsink >/dev/null 2>&1
-  getent group fwdsink >/dev/null && delgroup --system --quiet fwdsink >/dev/null 2>&1
-  rm -rf /var/lib/fwdsink /etc/fwdsink
+  [[ -e $marker ]] && purge_ours
   ((rc == 0)) || echo "deb test: cleaned up after the failure" >&2
   exit $rc
 }
@@ -86,6 +98,7 @@ if [[ ${DEB_TEST_LINTIAN:-1} == 1 ]] && command -v lintian >/dev/null; then
 fi
 
 step "dpkg -i"
+echo "pid $$, $(date -u +%FT%TZ)" >"$marker"
 dpkg -i "${debs[@]}" </dev/null >"$scratch/dpkg.log" 2>&1 || { cat "$scratch/dpkg.log"; fail "dpkg -i"; }
 for b in fwdsink fwdsink-central; do
   /usr/bin/$b --version | grep -q "^$b [0-9]" || fail "/usr/bin/$b --version"
@@ -198,4 +211,5 @@ for f in /etc/fwdsink /etc/default/fwdsink /var/lib/fwdsink; do
 done
 ! getent passwd fwdsink >/dev/null || fail "the purge left the fwdsink user"
 ! getent group fwdsink >/dev/null || fail "the purge left the fwdsink group"
+rm -f "$marker"
 echo "deb test: ok (${#debs[@]} packages, $rows rows forwarded)"
