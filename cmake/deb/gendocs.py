@@ -24,7 +24,7 @@ PACKAGE_SPOOL = "/var/lib/fwdsink/spool"
 def run(*argv):
     env = {"PATH": "/usr/bin:/bin", "LC_ALL": "C"}  # no FWDSINK_* from the caller
     out = subprocess.run(argv, capture_output=True, text=True, env=env)
-    if out.returncode not in (0,):
+    if out.returncode != 0:
         sys.exit(f"gendocs: {' '.join(argv)} exited {out.returncode}: {out.stderr}")
     return out.stdout
 
