@@ -25,6 +25,7 @@ PKGS=(
   clang libfuzzer-14-dev               # the libFuzzer targets (scripts/test.sh --fuzz)
   abigail-tools                        # the C API's ABI check (abidw/abidiff, LABEL abi)
   collectd-core collectd-dev           # the collectd write plugin and its test (LABEL collectd)
+  dpkg-dev lintian adduser             # the .deb packages (scripts/package.sh) and their test (deb_packages)
 )
 
 missing=()

@@ -235,7 +235,8 @@ Parsed<ForwardConfig> ParseForward(const std::vector<std::string>& args,
       return {std::nullopt, {"", e.message()}};
     }
   }
-  static constexpr std::string_view kNotSettings[] = {"FWDSINK_CONFIG"};
+  // FWDSINK_ARGS: the unit's extra flags (/etc/default/fwdsink). @ref LLP 0001#deb-files
+  static constexpr std::string_view kNotSettings[] = {"FWDSINK_CONFIG", "FWDSINK_ARGS"};
   if (fwdsink::Status e = settings.LoadEnvironment(environment, &c.unknown_variables, kNotSettings);
       !e.ok()) {
     return {std::nullopt, {"", e.message()}};
