@@ -108,6 +108,11 @@ TEST_CASE("MoreThan64KiBOfResponseHeadsIsRefused") {
     auto [s, rest] = Scan(wire + std::string(kFinal), 999);
     CHECK(s.state() == State::kTooLarge);
   }
+  SUBCASE("the limit reached with no end in sight: refused without waiting for more") {
+    ResponseHeadScanner s(100);
+    CHECK(s.Feed("HTTP/1.1 200 OK\r\n" + std::string(83, 'x')) == 100);
+    CHECK(s.state() == State::kTooLarge);
+  }
   SUBCASE("endless headers: the scanner stops taking at the limit") {
     ResponseHeadScanner s;
     const std::string line = "X-Pad: " + std::string(4000, 'p') + "\r\n";
