@@ -8,6 +8,7 @@
 #include <string_view>
 
 #include "response_head.h"
+#include "verdict.h"
 
 using fwdsink::internal::kMaxResponseHeadBytes;
 using fwdsink::internal::ResponseHeadScanner;
@@ -135,4 +136,16 @@ TEST_CASE("ResponseHeadsJustUnderTheLimitAreAccepted") {
   CHECK(s.state() == State::kFinal);
   CHECK(s.final_head() == head);
   CHECK(rest == "{}");
+}
+
+// What the sink makes of it: a transport error, retried in place on the ladder.
+TEST_CASE("HeadersTooLargeIsATransportErrorRetriedOnTheLadder") {
+  const fwdsink::Attempt a{.error = fwdsink::TransportError::kHeadersTooLarge,
+                           .error_message = "more than 64 KiB of response headers",
+                           .rows = 4};
+  const fwdsink::Verdict v = fwdsink::Classify(a);
+  CHECK(v.action == fwdsink::Action::kRetryInPlace);
+  CHECK(v.retry_cause == fwdsink::RetryCause::kTransport);
+  CHECK(v.reason == "transport_headers_too_large");
+  CHECK(v.retry_after == std::nullopt);  // no server wait: the ladder's
 }
