@@ -18,7 +18,10 @@
 #include <string>
 #include <thread>
 
+#include "daemon_process.h"
 #include "fwdsink/transport.h"
+#include "it_support.h"
+#include "test_files.h"
 
 namespace {
 
@@ -31,7 +34,9 @@ using fwdsink::TransportError;
 // client goes away. Counts the header bytes it managed to send.
 class RawServer {
  public:
-  explicit RawServer(std::deque<std::string> replies) : replies_(std::move(replies)) {
+  // `repeat_last`: the last reply answers every request after it.
+  explicit RawServer(std::deque<std::string> replies, bool repeat_last = false)
+      : replies_(std::move(replies)), repeat_last_(repeat_last) {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     const int one = 1;
     ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
@@ -54,6 +59,7 @@ class RawServer {
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/ingest"; }
   int connections() const { return connections_.load(); }
   std::uint64_t endless_bytes() const { return endless_bytes_.load(); }
+  int requests() const { return requests_.load(); }
 
  private:
   void Loop() {
@@ -94,7 +100,8 @@ class RawServer {
         std::lock_guard lock(mu_);
         if (replies_.empty()) return;
         reply = replies_.front();
-        replies_.pop_front();
+        if (!repeat_last_ || replies_.size() > 1) replies_.pop_front();
+        requests_ += 1;
       }
       if (reply.empty()) return Endless(c);
       if (::send(c, reply.data(), reply.size(), MSG_NOSIGNAL) < 0) return;
@@ -117,6 +124,8 @@ class RawServer {
   std::atomic<std::uint64_t> endless_bytes_{0};
   std::mutex mu_;
   std::deque<std::string> replies_;  // guarded by mu_
+  const bool repeat_last_;
+  std::atomic<int> requests_{0};
   std::thread thread_;
 };
 
@@ -204,4 +213,26 @@ TEST_CASE("EndlessResponseHeadersFailAsHeadersTooLargeAndMemoryStaysSmall") {
   // left, so it fails as a transport error, not as headers_too_large).
   const auto again = Post(*t);
   CHECK(again.error != TransportError::kHeadersTooLarge);
+}
+
+// The case end to end: every answer is a 103 Early Hints with a Link header,
+// then the 200. `--once` used to re-send the first chunk forever (stuck after 40 s);
+// now each chunk goes once and the run ends clean.
+TEST_CASE("TheDaemonDeliversBehindEarlyHintsOncePerChunk") {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::path(FWDSINK_TEST_TMP) / "response_head_daemon";
+  fs::remove_all(dir);
+  const fs::path spool = dir / "spool";
+  for (const char* sub : {"ready", "state", "dead", "incoming"})
+    fs::create_directories(spool / sub);
+  (void)fwdsink::test::WriteRows(spool / "ready" / "p.ndjson", 40, 100);  // 4 chunks of 1 KiB
+  RawServer server({"HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n" + kOk},
+                   /*repeat_last=*/true);
+  fwdsink::test::DaemonProcess d(
+      dir, "once",
+      {"forward", "--once", "--spool", spool.string(), "--url", server.url(), "--chunk-bytes", "1k",
+       "--compression", "identity", "--log-json"});
+  CHECK(d.Wait(20s) == std::optional<int>(0));
+  CHECK(server.requests() == 4);
+  CHECK_FALSE(fs::exists(spool / "ready" / "p.ndjson"));
 }
