@@ -7,6 +7,7 @@
 
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
@@ -106,22 +107,23 @@ bool OnWritable(Connection& c) {
 
 std::unique_ptr<HttpListener> HttpListener::Bind(const std::string& host, int port, Handler handler,
                                                  HttpListenerLimits limits, std::string& error) {
-  sockaddr_storage addr{};
-  socklen_t len = 0;
-  auto* v4 = reinterpret_cast<sockaddr_in*>(&addr);
-  auto* v6 = reinterpret_cast<sockaddr_in6*>(&addr);
-  if (::inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1) {
-    v4->sin_family = AF_INET;
-    v4->sin_port = htons(static_cast<std::uint16_t>(port));
-    len = sizeof *v4;
-  } else if (::inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1) {
-    v6->sin6_family = AF_INET6;
-    v6->sin6_port = htons(static_cast<std::uint16_t>(port));
-    len = sizeof *v6;
-  } else {
-    error = "'" + host + "' is not an IP address";
+  // A literal or a name (as cpp-httplib's Server took it): the first address it has.
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
+  addrinfo* found = nullptr;
+  if (const int rc = ::getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found);
+      rc != 0 || !found) {
+    error = "'" + host + "': " + ::gai_strerror(rc);
     return nullptr;
   }
+  sockaddr_storage addr{};
+  socklen_t len = found->ai_addrlen;
+  std::memcpy(&addr, found->ai_addr, found->ai_addrlen);
+  ::freeaddrinfo(found);
+  auto* v4 = reinterpret_cast<sockaddr_in*>(&addr);
+  auto* v6 = reinterpret_cast<sockaddr_in6*>(&addr);
   std::unique_ptr<HttpListener> l(new HttpListener());
   l->handler_ = std::move(handler);
   l->limits_ = limits;

@@ -34,7 +34,7 @@ class HttpListener {
  public:
   using Handler = std::function<HttpAnswer(const std::string& path)>;
 
-  // Binds HOST:PORT (an IPv4 or IPv6 literal, or "0.0.0.0"); port 0 picks one. On
+  // Binds HOST:PORT (an address or a name: its first address); port 0 picks one. On
   // failure returns nullptr and sets `error` with the reason.
   [[nodiscard]] static std::unique_ptr<HttpListener> Bind(const std::string& host, int port,
                                                           Handler handler,
