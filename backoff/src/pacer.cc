@@ -11,12 +11,14 @@ using std::chrono::milliseconds;
 
 double Secs(MonotonicTime::duration d) { return std::chrono::duration<double>(d).count(); }
 
+// A schedule never runs more than a day ahead.
+constexpr double kScheduleHorizonSecs = 86400.0;
+
 MonotonicTime::duration FromSecs(double s) {
-  // Bounded: a schedule never runs more than a day ahead (and NaN goes to zero).
-  constexpr double kMax = 86400.0;
+  // Bounded by the horizon (and NaN goes to zero).
   if (!(s > 0)) return MonotonicTime::duration::zero();
   return std::chrono::duration_cast<MonotonicTime::duration>(
-      std::chrono::duration<double>(std::min(s, kMax)));
+      std::chrono::duration<double>(std::min(s, kScheduleHorizonSecs)));
 }
 
 // A learned controller's increase accrues per second of sending; a long silence
@@ -218,7 +220,11 @@ void EndpointPacer::Advertise(const AdvertisedQuota& q, MonotonicTime now) {
   if (!q.rate_per_s || !(*q.rate_per_s > 0)) return;
   Lane& lane = q.unit == QuotaUnit::kContentBytes ? bytes_ : requests_;
   lane.advertised = *q.rate_per_s;
-  lane.advertised_burst = std::max(1.0, q.burst ? static_cast<double>(*q.burst) : *q.rate_per_s);
+  // The burst is what the schedule may hold, so no more than the horizon at the rate:
+  // a schedule capped at the horizon under an uncapped burst would let a `remaining: 0`
+  // (5,000 per minute, none left) send at once. @ref LLP 0023#rate-limit-remaining
+  const double burst = q.burst ? static_cast<double>(*q.burst) : *q.rate_per_s;
+  lane.advertised_burst = std::max(1.0, std::min(burst, *q.rate_per_s * kScheduleHorizonSecs));
   lane.advertised_at = now;
   if (q.remaining) {
     // The server's count now: the schedule allows exactly `remaining` more at once.

@@ -4,7 +4,6 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include <httplib.h>
 #include <chrono>
 
 #include "fwdsink/endpoints.h"
@@ -148,7 +147,7 @@ void RecordLastError(const std::filesystem::path& spool, const fwdsink::Event& e
 }
 
 std::unique_ptr<MetricsServer> MetricsServer::Start(std::string_view listen, MetricsSources sources,
-                                                    std::string& error) {
+                                                    std::string& error, HttpListenerLimits limits) {
   const auto where = ParseListen(listen);
   if (!where) {
     error = "'" + std::string(listen) + "' is not HOST:PORT";
@@ -156,52 +155,33 @@ std::unique_ptr<MetricsServer> MetricsServer::Start(std::string_view listen, Met
   }
   std::unique_ptr<MetricsServer> m(new MetricsServer());
   m->sources_ = std::move(sources);
-  m->server_ = std::make_unique<httplib::Server>();
-  httplib::Server& srv = *m->server_;
   const MetricsSources* src = &m->sources_;
-  srv.Get("/metrics", [src](const httplib::Request&, httplib::Response& res) {
-    res.set_content(MetricsPage(*src), std::string(fwdsink::kPrometheusContentType));
-  });
-  srv.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("ok\n", "text/plain");
-  });
-  srv.Get("/readyz", [src](const httplib::Request&, httplib::Response& res) {
-    const Readiness r = src->health->Check();
-    res.status = r.ready ? 200 : 503;
-    res.set_content(r.ready ? std::string("ready\n") : "not ready: " + r.reason + "\n",
-                    "text/plain");
-  });
-  // SO_REUSEADDR only: cpp-httplib's default adds SO_REUSEPORT, with which a second
-  // daemon would share a taken port silently and answer half the scrapes.
-  // @ref LLP 0025#metrics
-  srv.set_socket_options([](socket_t sock) {
-    int yes = 1;
-    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
-  });
-  int port = where->second;
-  if (port == 0) {
-    port = srv.bind_to_any_port(where->first);
-  } else if (!srv.bind_to_port(where->first, port)) {
-    port = -1;
-  }
-  if (port <= 0) {
-    error = "cannot listen on " + std::string(listen);
+  auto handler = [src](const std::string& path) -> HttpAnswer {
+    if (path == "/metrics") {
+      return {.content_type = std::string(fwdsink::kPrometheusContentType),
+              .body = MetricsPage(*src)};
+    }
+    if (path == "/healthz") return {.body = "ok\n"};
+    if (path == "/readyz") {
+      const Readiness r = src->health->Check();
+      return {.status = r.ready ? 200 : 503,
+              .body = r.ready ? std::string("ready\n") : "not ready: " + r.reason + "\n"};
+    }
+    return {.status = 404, .body = "not found\n"};
+  };
+  std::string why;
+  m->server_ = HttpListener::Bind(where->first, where->second, std::move(handler), limits, why);
+  if (!m->server_) {
+    error = "cannot listen on " + std::string(listen) + ": " + why;
     return nullptr;
   }
-  m->address_ = where->first + ":" + std::to_string(port);
-  m->thread_ = std::thread([&srv] { srv.listen_after_bind(); });
-  // cpp-httplib 0.11's stop() does nothing before the loop has started (it has no
-  // wait_until_ready): wait for it, so a Stop() right after Start() cannot hang.
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (!srv.is_running() && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(1));
-  }
+  m->address_ = where->first + ":" + std::to_string(m->server_->port());
+  m->server_->Start();
   return m;
 }
 
 void MetricsServer::Stop() {
-  if (server_) server_->stop();
-  if (thread_.joinable()) thread_.join();
+  if (server_) server_->Stop();
 }
 
 MetricsServer::~MetricsServer() { Stop(); }

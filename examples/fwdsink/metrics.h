@@ -18,11 +18,8 @@
 #include "fwdsink/histogram.h"
 #include "fwdsink/spool_stats.h"
 #include "fwdsink/telemetry.h"
+#include "http_listener.h"
 #include "listen.h"
-
-namespace httplib {
-class Server;
-}
 
 namespace fwdsink_cli {
 
@@ -79,14 +76,17 @@ struct MetricsSources {
 void RecordLastError(const std::filesystem::path& spool, const fwdsink::Event& e);
 
 // Serves /metrics, /healthz and /readyz on its own thread until Stop() (or the
-// destructor). Start and Stop on one thread (the daemon's main thread).
+// destructor), through an HttpListener: slow clients are cut off after 2 s, at most 64
+// connections, Stop() prompt whatever they do. Start and Stop on one thread (the
+// daemon's main thread). @ref LLP 0023#metrics-server
 class MetricsServer {
  public:
   // Binds `listen` (see ParseListen) and starts serving. On failure returns nullptr
   // and sets `error`.
   [[nodiscard]] static std::unique_ptr<MetricsServer> Start(std::string_view listen,
                                                             MetricsSources sources,
-                                                            std::string& error);
+                                                            std::string& error,
+                                                            HttpListenerLimits limits = {});
   ~MetricsServer();
   MetricsServer(const MetricsServer&) = delete;
   MetricsServer& operator=(const MetricsServer&) = delete;
@@ -99,8 +99,7 @@ class MetricsServer {
  private:
   MetricsServer() = default;
 
-  std::unique_ptr<httplib::Server> server_;
-  std::thread thread_;
+  std::unique_ptr<HttpListener> server_;
   std::string address_;
   MetricsSources sources_;
 };

@@ -134,7 +134,9 @@ struct Driver::Impl {
   void RepairFolders(TickReport& report);
   void QuarantineRefused(const std::vector<RefusedEntry>& refused, TickReport& report);
   bool HandOverChanged(const ReadyPartition& p, const ForwardResult& r, TickReport& report);
-  void KeepPoisonCursor(const ReadyPartition& p, const ForwardResult& r, TickReport& report);
+  [[nodiscard]] bool KeepPoisonCursor(const ReadyPartition& p, const ForwardResult& r,
+                                      TickReport& report);
+  void NotDurable(const ReadyPartition& p, std::string message, TickReport& report);
   // Enforces options.dead_caps. @ref LLP 0025#caps
   void PurgeDeadOverCaps();
 
@@ -365,11 +367,12 @@ void Driver::Impl::ForwardOne(Lane& lane, const ReadyPartition& p, TickReport& r
     // where its last saved cursor says, and is re-sent from there next tick — after
     // the overload pause the error raises. The tick stops: the disk is the same for
     // every partition. @ref LLP 0023#backoff-everywhere
-    counters.cursor_save_failures.fetch_add(1, std::memory_order_relaxed);
-    SpoolError(p.name, "cursor_save", saved.message(), &report);
-    stop_tick.store(true);
-    return;
+    return NotDurable(p, saved.message(), report);
   }
+  // A poison that could not be dead-lettered, inside a split chunk whose acks held the
+  // cursor back: unless the cursor now reaches the poison, none of this pass's acks is
+  // durable, and the pass is no progress either. @ref LLP 0023#durable-progress
+  if (r.outcome == Outcome::kPoisoned && !KeepPoisonCursor(p, r, report)) return;
   {
     std::lock_guard guard(report_mu);
     pass_errors.Note(r);
@@ -385,8 +388,8 @@ void Driver::Impl::ForwardOne(Lane& lane, const ReadyPartition& p, TickReport& r
 void Driver::Impl::Conclude(const ReadyPartition& p, const ForwardResult& r, TickReport& report) {
   switch (r.outcome) {
     case Outcome::kDelivered: return Delivered(p, r, report);
-    case Outcome::kPoisoned:  // DeadLetter() could not write it, and said so
-      return KeepPoisonCursor(p, r, report);
+    case Outcome::kPoisoned:  // DeadLetter() could not write it, and said so; the
+      return;                 // cursor was kept before (ForwardOne)
     case Outcome::kAborted:
       report.aborted = true;
       stop_tick.store(true);
@@ -562,14 +565,27 @@ bool Driver::Impl::HandOverChanged(const ReadyPartition& p, const ForwardResult&
 // A poison that could not be dead-lettered stops the call at a definite point: every
 // row before it acknowledged, nothing after it sent. Inside a split chunk the ack route
 // held the cursor back (LLP 0023#split-window); here it can move to the poison's start.
-void Driver::Impl::KeepPoisonCursor(const ReadyPartition& p, const ForwardResult& r,
+// Returns false when the cursor could not be saved (NotDurable() has said so).
+bool Driver::Impl::KeepPoisonCursor(const ReadyPartition& p, const ForwardResult& r,
                                     TickReport& report) {
   const CursorState saved = spool.LoadCursor(p.name);
-  if (saved.status == CursorStatus::kOk && saved.offset >= r.resume_offset) return;
-  if (r.resume_offset == 0) return;
+  if (saved.status == CursorStatus::kOk && saved.offset >= r.resume_offset) return true;
+  if (r.resume_offset == 0) return true;
   if (Status s = spool.SaveCursor(p.name, r.resume_offset); !s.ok()) {
-    SpoolError(p.name, "cursor_save", s.message(), &report);
+    NotDurable(p, s.message(), report);
+    return false;
   }
+  return true;
+}
+
+// Acknowledgements that could not be made durable (the cursor could not be saved): the
+// partition is re-sent from its last saved cursor, and the pass counts none of them as
+// progress, so the overload level rises and the next tick waits; the tick stops (the
+// disk is the same for every partition). @ref LLP 0023#durable-progress
+void Driver::Impl::NotDurable(const ReadyPartition& p, std::string message, TickReport& report) {
+  counters.cursor_save_failures.fetch_add(1, std::memory_order_relaxed);
+  SpoolError(p.name, "cursor_save", std::move(message), &report);
+  stop_tick.store(true);
 }
 
 void Driver::Impl::PurgeDeadOverCaps() {

@@ -759,14 +759,24 @@ class ForwardSink::Call {
     counters_.pacing_requests_per_s.store(requests, std::memory_order_relaxed);
     const auto previous = counters_.pacing_source.exchange(static_cast<std::uint64_t>(r.source),
                                                            std::memory_order_relaxed);
-    const bool moved = bytes > reported_bytes_ * 5 / 4 || bytes < reported_bytes_ * 3 / 4;
+    // The request rate exactly, also under one a second. @ref LLP 0023#rate-limit-remaining
+    const auto interval = r.requests_per_s > 0
+                              ? static_cast<std::uint64_t>(std::llround(1000 / r.requests_per_s))
+                              : 0;
+    const auto moved_by_a_quarter = [](std::uint64_t now, std::uint64_t then) {
+      return now > then * 5 / 4 || now < then * 3 / 4;
+    };
+    const bool moved = moved_by_a_quarter(bytes, reported_bytes_) ||
+                       moved_by_a_quarter(interval, reported_interval_ms_);
     if (previous == static_cast<std::uint64_t>(r.source) && !moved) return;
     reported_bytes_ = bytes;
+    reported_interval_ms_ = interval;
     Emit({.name = events::kForwardPacing,
           .reason = std::string(to_string(r.source)),
           .message = "pacing rate changed",
           .rate_bytes_per_s = bytes,
-          .rate_requests_per_s = requests});
+          .rate_requests_per_s = requests,
+          .request_interval_ms = interval});
   }
 
   // Retry in place: same body, same key, after the decided wait. Returns false when
@@ -1078,9 +1088,10 @@ class ForwardSink::Call {
   Sleeper& sleeper_;
   std::stop_token stop_;
   ForwardResult result_;
-  TransportResult last_;              // the last attempt's response; Attempt views into it
-  std::uint64_t file_size_ = 0;       // of the partition, when opened
-  std::uint64_t reported_bytes_ = 0;  // the pacing rate last reported in an event
+  TransportResult last_;                    // the last attempt's response; Attempt views into it
+  std::uint64_t file_size_ = 0;             // of the partition, when opened
+  std::uint64_t reported_bytes_ = 0;        // the pacing rate last reported in an event
+  std::uint64_t reported_interval_ms_ = 0;  // the request interval last reported
   struct SplitTree {
     bool active = false;    // a bisection is under way
     std::uint64_t end = 0;  // end of the refused chunk it started from

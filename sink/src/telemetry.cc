@@ -101,6 +101,7 @@ JsonObject ToJsonObject(const Event& e) {
   if (e.name == events::kForwardPacing) {
     o.Add("rate_bytes_per_s", e.rate_bytes_per_s);
     o.Add("rate_requests_per_s", e.rate_requests_per_s);
+    o.Add("request_interval_ms", e.request_interval_ms);
   }
   if (!e.endpoint.empty()) o.Add("endpoint", e.endpoint);
   if (!e.message.empty()) o.Add("message", e.message);

@@ -15,6 +15,9 @@
 #include <optional>
 #include <thread>
 
+#include "head_filter_client.h"
+#include "response_head.h"
+
 namespace fwdsink {
 namespace {
 
@@ -204,32 +207,35 @@ class HttplibTransport final : public HttpTransport {
   HttplibTransport(Endpoint ep, const TransportOptions& opt, std::optional<Endpoint> proxy)
       : ep_(std::move(ep)),
         opt_(opt),
-        client_(ep_.SchemeHostPort(), opt_.client_cert_file, opt_.client_key_file) {
-    client_.set_keep_alive(true);
-    client_.set_tcp_nodelay(true);
-    client_.set_connection_timeout(opt_.connect_timeout);
-    client_.set_read_timeout(opt_.read_timeout);
-    client_.set_write_timeout(opt_.write_timeout);
-    client_.set_follow_location(false);
-    client_.set_decompress(false);
+        // @ref LLP 0023#response-heads — 1xx skipped, heads bounded.
+        client_(internal::MakeHeadFilterClient(ep_.scheme == "https", ep_.host, ep_.port,
+                                               opt_.client_cert_file, opt_.client_key_file,
+                                               head_)) {
+    client_->set_keep_alive(true);
+    client_->set_tcp_nodelay(true);
+    client_->set_connection_timeout(opt_.connect_timeout);
+    client_->set_read_timeout(opt_.read_timeout);
+    client_->set_write_timeout(opt_.write_timeout);
+    client_->set_follow_location(false);
+    client_->set_decompress(false);
     // The path and query go out as the operator wrote them (ParseEndpoint refused
     // spaces, controls and non-ASCII): cpp-httplib would otherwise turn the '+' of
     // "?query=INSERT+INTO+t" into %2B, and ClickHouse would read a literal '+'.
     // @ref LLP 0017#urls
-    client_.set_url_encode(false);
-    client_.set_socket_options([this](socket_t fd) { socket_.Adopt(fd); });
+    client_->set_url_encode(false);
+    client_->set_socket_options([this](socket_t fd) { socket_.Adopt(fd); });
     if (ep_.scheme == "https") {
-      client_.enable_server_certificate_verification(opt_.verify_tls);
+      client_->enable_server_certificate_verification(opt_.verify_tls);
       if (!opt_.ca_file.empty() || !opt_.ca_dir.empty()) {
-        client_.set_ca_cert_path(opt_.ca_file, opt_.ca_dir);
+        client_->set_ca_cert_path(opt_.ca_file, opt_.ca_dir);
       }
     }
     // @ref LLP 0017#request-options — cpp-httplib tunnels https with CONNECT and sends http in
     // absolute form.
     if (proxy) {
-      client_.set_proxy(proxy->host, proxy->port);
+      client_->set_proxy(proxy->host, proxy->port);
       if (proxy->username) {
-        client_.set_proxy_basic_auth(*proxy->username, proxy->password.value_or(""));
+        client_->set_proxy_basic_auth(*proxy->username, proxy->password.value_or(""));
       }
     }
   }
@@ -276,12 +282,13 @@ class HttplibTransport final : public HttpTransport {
 
     httplib::Response res;
     httplib::Error err = httplib::Error::Success;
-    const bool ok = client_.send(req, res, err);
+    const bool ok = client_->send(req, res, err);
     const std::optional<std::string_view> late = watchdog_.Disarm();
     body.swap(req.body);
-    if (late && !ok) client_.stop();  // make sure the abandoned connection is closed
-    if (!client_.is_socket_open()) socket_.Release();
+    if (late && !ok) client_->stop();  // make sure the abandoned connection is closed
+    if (!client_->is_socket_open()) socket_.Release();
 
+    if (head_.too_large) return HeadersTooLarge();
     if (ok || (err == httplib::Error::Canceled && r.body_truncated)) {
       KeepHeaders(res, r);
       return out;
@@ -304,6 +311,16 @@ class HttplibTransport final : public HttpTransport {
       r.clickhouse_exception_code = res.get_header_value("X-ClickHouse-Exception-Code");
     }
     CollectRateLimit(res.headers, r.rate_limit);
+  }
+
+  // More response head than kMaxResponseHeadBytes: the connection is closed unread.
+  TransportResult HeadersTooLarge() const {
+    TransportResult out;
+    out.error = TransportError::kHeadersTooLarge;
+    out.message = "POST " + ep_.SchemeHostPort() + ep_.path + ": more than " +
+                  std::to_string(internal::kMaxResponseHeadBytes / 1024) +
+                  " KiB of response headers; connection closed";
+    return out;
   }
 
   static TransportResult Closed() {
@@ -338,7 +355,8 @@ class HttplibTransport final : public HttpTransport {
       case httplib::Error::SSLLoadingCerts:
       case httplib::Error::SSLServerVerification: {
         out.error = TransportError::kTls;
-        const long v = client_.get_openssl_verify_result();
+        const auto* tls = dynamic_cast<const httplib::SSLClient*>(client_.get());
+        const long v = tls ? tls->get_openssl_verify_result() : X509_V_OK;
         if (v != X509_V_OK) {
           out.message += std::string(": ") + X509_verify_cert_error_string(v);
         } else if (err == httplib::Error::SSLServerVerification) {
@@ -358,7 +376,8 @@ class HttplibTransport final : public HttpTransport {
   const TransportOptions opt_;
   SocketHandle socket_;         // declared before client_: outlives the client's callbacks
   Watchdog watchdog_{socket_};  // joined before socket_ goes
-  httplib::Client client_;
+  internal::HeadReport head_;   // written by client_ inside send(); outlives it
+  std::unique_ptr<httplib::ClientImpl> client_;
 };
 
 }  // namespace
@@ -372,6 +391,7 @@ std::string_view to_string(TransportError e) {
     case TransportError::kTls: return "tls";
     case TransportError::kAborted: return "aborted";
     case TransportError::kProtocol: return "protocol";
+    case TransportError::kHeadersTooLarge: return "headers_too_large";
   }
   return "unknown";
 }

@@ -6,7 +6,8 @@
 //   FWDSINK_FAULT_OP     open | write | fsync | rename: the call to fail
 //   FWDSINK_FAULT_PATH   substring of the path the call must concern ("/state", "/dead");
 //                        for write and fsync, the path the descriptor was opened with
-//   FWDSINK_FAULT_NTH    fail the Nth matching call (1-based), and only that one
+//   FWDSINK_FAULT_NTH    fail the Nth matching call (1-based), and only that one;
+//                        0: fail every matching call (a folder that stays unwritable)
 //   FWDSINK_FAULT_ERRNO  errno to fail with (default EIO)
 //   FWDSINK_FAULT_LOG    file to append one line to per fault injected
 // Without FWDSINK_FAULT_OP it passes everything through. Thread-safe (atomics only).
@@ -50,7 +51,7 @@ bool ShouldFail(const char* op, const char* path) {
   if (!IsOp(op)) return false;
   const char* nth = Env("FWDSINK_FAULT_NTH");
   const long n = nth ? atol(nth) : 1;
-  if (g_seen.fetch_add(1) + 1 != n) return false;
+  if (g_seen.fetch_add(1) + 1 != n && n != 0) return false;
   if (const char* log = Env("FWDSINK_FAULT_LOG")) {
     using OpenFn = int (*)(const char*, int, ...);
     static OpenFn real_open = reinterpret_cast<OpenFn>(dlsym(RTLD_NEXT, "open"));

@@ -71,7 +71,8 @@ inline constexpr std::string_view kForwardError = "forward.error";
 inline constexpr std::string_view kForwardPaceWait = "forward.pace_wait";
 // The pacing rate changed source, or moved by a quarter or more since last reported.
 // Fields: partition, reason (the source: "none" | "learned" | "advertised"),
-// rate_bytes_per_s, rate_requests_per_s (0: no limit in that dimension), message.
+// rate_bytes_per_s, rate_requests_per_s (0: no limit in that dimension; rounded up),
+// request_interval_ms (the request rate exactly: 60000 for one a minute), message.
 inline constexpr std::string_view kForwardPacing = "forward.pacing";
 // The server refused the request, not the data: a single well-formed row refused with
 // nothing of its request accepted, or a bisection past its request bound. The partition
@@ -185,7 +186,10 @@ struct Event {
   std::uint64_t end = 0;
   std::string message{};                  // a sentence for humans
   std::uint64_t rate_bytes_per_s = 0;     // forward.pacing only (rendered there, even 0)
-  std::uint64_t rate_requests_per_s = 0;  // forward.pacing only
+  std::uint64_t rate_requests_per_s = 0;  // forward.pacing only (rounded up)
+  // forward.pacing only: milliseconds between two requests at the request rate (0: no
+  // limit), the exact figure when the rate is under one per second.
+  std::uint64_t request_interval_ms = 0;
   // The endpoint the event concerns (its URL, credentials redacted); set on the sink's
   // events only when there are several endpoints. @ref LLP 0019
   std::string endpoint{};

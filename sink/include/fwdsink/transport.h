@@ -95,6 +95,8 @@ enum class TransportError {
   kTls,       // TLS handshake or certificate/host verification failed
   kAborted,   // Abort() was called
   kProtocol,  // the peer sent something that is not HTTP
+  // more than 64 KiB of response heads (1xx included); @ref LLP 0023#response-heads
+  kHeadersTooLarge,
 };
 [[nodiscard]] std::string_view to_string(TransportError e);
 

@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: Apache-2.0
+// Issue 25 item 8 (LLP 0023#durable-progress): a pass whose acknowledgements could not
+// be made durable is no progress. A partition whose only chunk holds poisoned rows is
+// split by the receiver's 400s; with every cursor save and every dead letter failing
+// (state/ and dead/ unwritable, through the fault shim), each pass got acks inside the
+// split and used to count them as progress: no backoff, hundreds of POSTs. Against the
+// real daemon and the reference receiver; small real waits only.
+#include <doctest/doctest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "central_process.h"
+#include "daemon_process.h"
+#include "it_support.h"
+#include "test_files.h"
+
+namespace {
+
+namespace fs = std::filesystem;
+using fwdsink::test::CentralProcess;
+using fwdsink::test::DaemonProcess;
+using fwdsink::test::ReadLines;
+using namespace std::chrono_literals;
+
+constexpr auto kRunTimeout = 20s;
+constexpr std::size_t kRows = 300;
+
+// The number from `"<key>":N` in the daemon's exit line (-1 when absent).
+long long ExitCounter(const std::string& log, const std::string& key) {
+  const auto exit_at = log.rfind("\"event\":\"daemon.exit\"");
+  if (exit_at == std::string::npos) return -1;
+  const std::string needle = "\"" + key + "\":";
+  const auto at = log.find(needle, exit_at);
+  if (at == std::string::npos) return -1;
+  return std::stoll(log.substr(at + needle.size()));
+}
+
+struct Input {
+  std::vector<std::string> good, poison;
+};
+
+// One 300-row partition with two malformed rows, small enough to be one chunk.
+Input WriteSpool(const fs::path& spool) {
+  for (const char* sub : {"ready", "state", "dead", "incoming"})
+    fs::create_directories(spool / sub);
+  auto lines = fwdsink::test::WriteRows(spool / "ready" / "p.ndjson", kRows, 100);
+  lines[90] = "{\"broken\":\"one";
+  lines[210] = "{\"broken\":\"two";
+  fwdsink::test::WriteLines(spool / "ready" / "p.ndjson", lines);
+  Input in;
+  for (auto& l : lines) (l.starts_with("{\"broken") ? in.poison : in.good).push_back(l);
+  return in;
+}
+
+std::vector<std::string> DeadRows(const fs::path& dead) {
+  std::vector<std::string> rows;
+  for (const auto& e : fs::directory_iterator(dead)) {
+    if (e.path().extension() != ".ndjson") continue;
+    for (auto& r : ReadLines(e.path())) rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
+std::vector<std::string> Args(const fs::path& spool, const CentralProcess& c,
+                              std::vector<std::string> extra) {
+  std::vector<std::string> args = {"forward",
+                                   "--spool",
+                                   spool.string(),
+                                   "--url",
+                                   "http://127.0.0.1:" + std::to_string(c.port()) + "/ingest",
+                                   "--chunk-bytes",
+                                   "1m",
+                                   "--log-json"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+// Runs the daemon for `run` with every open of a temp file in the spool failing (the
+// cursor's and the dead letters' atomic writes), then SIGTERM; returns its stderr.
+std::string RunUnwritable(const fs::path& dir, const fs::path& spool, const CentralProcess& c,
+                          std::chrono::milliseconds run) {
+  DaemonProcess d(dir, "unwritable", Args(spool, c, {"--poll", "0.2"}),
+                  {"LD_PRELOAD=" FWDSINK_FAULT_SHIM, "ASAN_OPTIONS=verify_asan_link_order=0",
+                   "FWDSINK_FAULT_OP=open", "FWDSINK_FAULT_PATH=.tmp", "FWDSINK_FAULT_NTH=0"});
+  REQUIRE(d.started());
+  std::this_thread::sleep_for(run);
+  d.Signal(SIGTERM);
+  REQUIRE(d.Wait(kRunTimeout) == std::optional<int>(0));
+  return d.err();
+}
+
+}  // namespace
+
+TEST_CASE("AcksThatCouldNotBeMadeDurableAreNoProgressAndBackOff") {
+  const fs::path dir = CentralProcess::ScratchDir("durable_split");
+  CentralProcess central(dir / "central");
+  REQUIRE(central.Start());
+  const fs::path spool = dir / "spool";
+  const Input input = WriteSpool(spool);
+  const std::string err = RunUnwritable(dir, spool, central, 4000ms);
+  const std::size_t posts = central.request_log().size();
+  MESSAGE("POSTs in 4 s with state/ and dead/ unwritable: " << posts);
+  // One pass bisects to both poisoned rows in ~20 POSTs; the passes after it back off
+  // (1 s, 2 s, ... at the overload level), where it was a pass every 0.2 s: ~300.
+  CHECK(posts <= 60);
+  CHECK(ExitCounter(err, "overload_level") >= 1);
+  CHECK(ExitCounter(err, "cursor_save_failures") >= 1);
+  CHECK(fs::exists(spool / "ready" / "p.ndjson"));  // nothing lost
+
+  // Twin: the disk heals; every good row arrives once, the two poisoned ones in dead/.
+  DaemonProcess healed(dir, "healed", Args(spool, central, {"--once"}));
+  const auto code = healed.Wait(kRunTimeout);
+  CHECK(code.has_value());
+  std::map<std::string, int> got;
+  for (auto& r : central.received_rows()) got[r] += 1;
+  std::size_t missing = 0;
+  for (auto& r : input.good) missing += got.count(r) ? 0 : 1;
+  CHECK(missing == 0);
+  auto dead = DeadRows(spool / "dead");
+  std::sort(dead.begin(), dead.end());
+  auto poison = input.poison;
+  std::sort(poison.begin(), poison.end());
+  CHECK(dead == poison);
+}
+
+// Twin: with a writable spool the same partition is one quick pass (the split and
+// the dead letters are progress), with no backoff.
+TEST_CASE("ASplitChunkWithPoisonOnAWritableSpoolIsProgress") {
+  const fs::path dir = CentralProcess::ScratchDir("durable_writable");
+  CentralProcess central(dir / "central");
+  REQUIRE(central.Start());
+  const fs::path spool = dir / "spool";
+  const Input input = WriteSpool(spool);
+  DaemonProcess run(dir, "writable", Args(spool, central, {"--once"}));
+  REQUIRE(run.Wait(kRunTimeout).has_value());
+  CHECK(ExitCounter(run.err(), "overload_level") == 0);
+  CHECK(DeadRows(spool / "dead").size() == 2);
+  CHECK(!fs::exists(spool / "ready" / "p.ndjson"));
+}
