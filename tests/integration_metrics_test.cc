@@ -23,29 +23,18 @@
 #include "central_process.h"
 #include "daemon_process.h"
 #include "it_support.h"
+#include "metrics_client.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using fwdsink::test::CentralProcess;
 using fwdsink::test::DaemonProcess;
+using fwdsink::test::MetricsAddress;
 using fwdsink::test::WaitFor;
 using namespace std::chrono_literals;
 
 constexpr int kSlowClients = 50;
-
-std::string MetricsAddress(const DaemonProcess& d) {
-  std::string address;
-  WaitFor([&] {
-    const std::string err = d.err();
-    const auto at = err.find("\"metrics\":\"");
-    if (at == std::string::npos) return false;
-    const auto begin = at + 11;
-    address = err.substr(begin, err.find('"', begin) - begin);
-    return !address.empty();
-  });
-  return address;
-}
 
 int PortOf(const std::string& address) { return std::stoi(address.substr(address.rfind(':') + 1)); }
 

@@ -27,6 +27,7 @@
 #include "fwdsink/spool.h"
 #include "fwdsink/spool_stats.h"
 #include "fwdsink/spool_writer.h"
+#include "metrics_client.h"
 #include "test_files.h"
 
 namespace {
@@ -34,6 +35,9 @@ namespace {
 namespace fs = std::filesystem;
 using fwdsink::test::CentralProcess;
 using fwdsink::test::DaemonProcess;
+using fwdsink::test::Get;
+using fwdsink::test::Got;
+using fwdsink::test::MetricsAddress;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
@@ -89,34 +93,6 @@ std::string SealRows(const fs::path& spool, int rows, int tag) {
 std::uint64_t ReadyCount(const fs::path& spool) {
   auto u = fwdsink::MeasureSpool(spool);
   return u.ok() ? u->ready_partitions : 999;
-}
-
-// The "metrics" address of the daemon.start line, once it is logged.
-std::string MetricsAddress(const DaemonProcess& d) {
-  std::string address;
-  WaitFor([&] {
-    const std::string err = d.err();
-    const auto at = err.find("\"metrics\":\"");
-    if (at == std::string::npos) return false;
-    const auto begin = at + 11;
-    address = err.substr(begin, err.find('"', begin) - begin);
-    return !address.empty();
-  });
-  return address;
-}
-
-struct Got {
-  int status = 0;
-  std::string body;
-};
-
-Got Get(const std::string& address, const std::string& path) {
-  const auto colon = address.rfind(':');
-  httplib::Client cli(address.substr(0, colon), std::stoi(address.substr(colon + 1)));
-  cli.set_read_timeout(5, 0);
-  auto res = cli.Get(path.c_str());
-  if (!res) return {};
-  return {res->status, res->body};
 }
 
 // Scrapes /metrics and parses it with prometheus_client.

@@ -37,6 +37,7 @@
 #include "fwdsink/spool_stats.h"
 #include "fwdsink/spool_writer.h"
 #include "fwdsink/version.h"
+#include "metrics_client.h"
 #include "scripted_server.h"
 #include "test_files.h"
 
@@ -45,6 +46,9 @@ namespace {
 namespace fs = std::filesystem;
 using fwdsink::test::CentralProcess;
 using fwdsink::test::DaemonProcess;
+using fwdsink::test::Get;
+using fwdsink::test::Got;
+using fwdsink::test::MetricsAddress;
 using fwdsink::test::ReadFile;
 using fwdsink::test::WriteFile;
 using fwdsink_test::ScriptedServer;
@@ -274,37 +278,7 @@ TEST_CASE("a row over the line limit goes to dead/ with its event and nothing is
 // ---- "/readyz (200 when the spool's folders are usable ...; 503 with the reason
 // otherwise)".
 
-namespace {
-
-// The "metrics" address of the daemon.start line, once it is logged.
-std::string MetricsAddress(const DaemonProcess& d) {
-  std::string address;
-  WaitFor([&] {
-    const std::string err = d.err();
-    const auto at = err.find("\"metrics\":\"");
-    if (at == std::string::npos) return false;
-    const auto begin = at + 11;
-    address = err.substr(begin, err.find('"', begin) - begin);
-    return !address.empty();
-  });
-  return address;
-}
-
-struct Got {
-  int status = 0;
-  std::string body;
-};
-
-Got Get(const std::string& address, const std::string& path) {
-  const auto colon = address.rfind(':');
-  httplib::Client cli(address.substr(0, colon), std::stoi(address.substr(colon + 1)));
-  cli.set_read_timeout(5, 0);
-  auto res = cli.Get(path.c_str());
-  if (!res) return {};
-  return {res->status, res->body};
-}
-
-}  // namespace
+namespace {}  // namespace
 
 TEST_CASE("/readyz answers 503 naming the folder while a spool folder is unusable") {
   const fs::path dir = CentralProcess::ScratchDir("it_promises_readyz");
