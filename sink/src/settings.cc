@@ -522,6 +522,7 @@ LogLevel EventLevel(std::string_view event) {
       {ev::kDaemonExit, LogLevel::kInfo},
       {ev::kDaemonReload, LogLevel::kInfo},
       {ev::kDaemonReloadFailed, LogLevel::kError},
+      {ev::kDaemonUnknownEnvironment, LogLevel::kWarn},
       {ev::kForwardFailover, LogLevel::kWarn},
       {ev::kForwardFailback, LogLevel::kInfo},
       {ev::kForwardProbeFailed, LogLevel::kWarn},

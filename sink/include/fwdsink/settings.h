@@ -124,7 +124,10 @@ class Settings {
 
   // Reads a TOML config file (flat `key = value` lines; arrays for repeatable keys and
   // lists) and sets every key with source kFile, where "FILE:LINE". An unknown key, a
-  // table, or a syntax error is kInvalidArgument naming the file and line.
+  // table, or a syntax error is kInvalidArgument naming the file and line. A file that
+  // cannot be read — missing, not a regular file (a folder, a FIFO, a device), over
+  // kMaxConfigFileBytes — is an error with field() "config_file" naming it
+  // (ReadRegularFile's code). @ref LLP 0023#regular-files
   Status LoadFile(const std::filesystem::path& path);
 
   // Sets every FWDSINK_<KEY> of `environment` ("NAME=value" strings, as in environ) with
