@@ -12,6 +12,7 @@
 #include "fwdsink/check.h"
 #include "fwdsink/endpoints.h"
 #include "fwdsink/overload.h"
+#include "long_row.h"
 #include "sender_slots.h"
 
 namespace fwdsink {
@@ -116,6 +117,9 @@ struct Driver::Impl {
   // Where partition `p` resumes, or nullopt when its cursor cannot be read.
   std::optional<std::uint64_t> StartOffset(const ReadyPartition& p, TickReport& report);
   void ForwardOne(Lane& lane, const ReadyPartition& p, TickReport& report);
+  // Sends `p` from its cursor once; true when it stopped at a row set aside and goes on.
+  bool ForwardFrom(Lane& lane, const ReadyPartition& p, TickReport& report);
+  bool LongRowAside(const ReadyPartition& p, const ForwardResult& r, TickReport& report);
   void Conclude(const ReadyPartition& p, const ForwardResult& r, TickReport& report);
   void ReportPermanentError(TickReport& report);
   bool DeadLetter(Lane& lane, const ReadyPartition& p, const PoisonedChunk& chunk,
@@ -328,8 +332,15 @@ std::optional<std::uint64_t> Driver::Impl::StartOffset(const ReadyPartition& p,
 
 void Driver::Impl::ForwardOne(Lane& lane, const ReadyPartition& p, TickReport& report) {
   report.partitions += 1;
+  // A row too long to send goes to dead/ alone, and the rows after it are sent in the
+  // same pass. @ref LLP 0023#row-too-long
+  while (ForwardFrom(lane, p, report)) {
+  }
+}
+
+bool Driver::Impl::ForwardFrom(Lane& lane, const ReadyPartition& p, TickReport& report) {
   const std::optional<std::uint64_t> offset = StartOffset(p, report);
-  if (!offset) return;
+  if (!offset) return false;
   // Cursors are saved on the writer's thread while the next chunk is in flight, and
   // only from the ack callback; every path below flushes before touching the spool
   // again. @ref LLP 0021#async-cursor
@@ -357,7 +368,7 @@ void Driver::Impl::ForwardOne(Lane& lane, const ReadyPartition& p, TickReport& r
     counters.cursor_save_failures.fetch_add(1, std::memory_order_relaxed);
     SpoolError(p.name, "cursor_save", saved.message(), &report);
     stop_tick.store(true);
-    return;
+    return false;
   }
   {
     std::lock_guard guard(report_mu);
@@ -367,7 +378,27 @@ void Driver::Impl::ForwardOne(Lane& lane, const ReadyPartition& p, TickReport& r
   report.rows_acked += r.rows_acked;
   report.bytes_acked += r.bytes_acked;
   report.throttled = report.throttled || r.throttled;
+  if (internal::StoppedAtLongRow(r) && LongRowAside(p, r, report)) return true;
   Conclude(p, r, report);
+  return false;
+}
+
+bool Driver::Impl::LongRowAside(const ReadyPartition& p, const ForwardResult& r,
+                                TickReport& report) {
+  auto dead = internal::SetLongRowAside(spool, p.name, r, options.forward.chunker.max_line_bytes,
+                                        deps.time->SystemNow());
+  if (!dead) return false;  // handled as torn, with the whole tail
+  report.poisoned_chunks += 1;
+  counters.poisoned_chunks.fetch_add(1, std::memory_order_relaxed);
+  Emit({.name = events::kDriverDeadLetter,
+        .partition = p.name,
+        .reason = std::string(internal::kRowTooLong),
+        .begin = dead->begin,
+        .end = dead->end,
+        .message = "a row of " + std::to_string(dead->end - dead->begin) +
+                   " bytes is over max_line_bytes; moved alone to " + dead->rows_path.string() +
+                   ", the rows after it go on"});
+  return true;
 }
 
 // Carries out what the sink's outcome means for the partition and the tick.
