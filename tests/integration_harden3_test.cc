@@ -288,3 +288,96 @@ TEST_CASE("SIGHUP with a credential that became a folder or a FIFO: reload_faile
   CHECK(run.Wait(10s) == std::optional<int>(0));
   CHECK(std::chrono::steady_clock::now() - t0 < 3s);  // it used to ignore SIGTERM
 }
+
+// Smaller finding: a partition cut while it is sent is a contract violation. Truncated
+// to 0 it used to be "delivered" (with "1980000 bytes sent, 0 now"); cut to a third, a
+// torn row. Now: quarantined, with the bytes really acknowledged.
+TEST_CASE("A partition that shrinks while it is sent is quarantined with the true counts") {
+  constexpr int kRows = 4000;
+  constexpr std::size_t kLine = 50;
+  for (const bool to_zero : {true, false}) {
+    CAPTURE(to_zero);
+    const fs::path dir =
+        CentralProcess::ScratchDir(to_zero ? "harden3_shrink0" : "harden3_shrink3");
+    CentralProcess central(dir / "central");
+    // Every answer 150 ms late: 13 chunks of 16 KiB take about 2 s.
+    REQUIRE(central.Start({"--header-delay-ms", "150", "--header-delay-every", "1"}));
+    const fs::path spool = MakeSpool(dir);
+    const fs::path part = spool / "ready" / "p.ndjson";
+    WriteRows(part, kRows, kLine);
+    DaemonProcess run(dir, "once",
+                      Forward(spool, Url(central),
+                              {"--once", "--chunk-bytes", "16k", "--compression", "identity"}));
+    REQUIRE(run.started());
+    // Mid-send: a few chunks in, then cut (at 0, or inside a row a third of the way).
+    REQUIRE(WaitFor([&] { return central.received_rows().size() >= 800; }, 20s));
+    fs::resize_file(part, to_zero ? 0 : kRows * kLine / 3 + 7);
+    CHECK(run.Wait(kRunTimeout) == std::optional<int>(kExitDataErr));
+    const std::string err = run.err();
+    const std::size_t acked = central.received_rows().size() * kLine;
+    CHECK(Has(err, "\"reason\":\"shrunk\""));
+    CHECK(Has(err, "partition shrank while being sent: " + std::to_string(kRows * kLine) +
+                       " bytes at hand-over, " + std::to_string(acked) + " sent and acknowledged"));
+    CHECK_FALSE(Has(err, "\"event\":\"forward.delivered\""));
+    CHECK(DeadLetters(spool).empty());  // not a torn row
+    CHECK(fs::exists(spool / "quarantine" / "p.ndjson"));
+  }
+}
+
+TEST_CASE("twin: a partition left alone while sent is delivered") {
+  const fs::path dir = CentralProcess::ScratchDir("harden3_shrink_twin");
+  CentralProcess central(dir / "central");
+  REQUIRE(central.Start());
+  const fs::path spool = MakeSpool(dir);
+  WriteRows(spool / "ready" / "p.ndjson", 4000);
+  DaemonProcess run(dir, "once", Forward(spool, Url(central), {"--once", "--chunk-bytes", "16k"}));
+  CHECK(run.Wait(kRunTimeout) == std::optional<int>(0));
+  CHECK(central.received_rows().size() == 4000);
+  CHECK_FALSE(Has(run.err(), "\"reason\":\"shrunk\""));
+}
+
+// Smaller findings: an absurd byte count says "out of range"; a taken metrics port says
+// why; unknown FWDSINK_* variables are one warning event naming them.
+TEST_CASE("Start-up messages: out of range, a taken port's reason, unknown variables") {
+  const fs::path dir = CentralProcess::ScratchDir("harden3_messages");
+  const fs::path spool = MakeSpool(dir);
+  const std::string url = "http://127.0.0.1:1/ingest";
+  SUBCASE("chunk_bytes = \"99999999999999999999g\" in the config file") {
+    REQUIRE(WriteFile(dir / "f.toml", "chunk_bytes = \"99999999999999999999g\"\n"));
+    DaemonProcess run(dir, "range", Forward(spool, url, {"--config", (dir / "f.toml").string()}));
+    CHECK(run.Wait(10s) == std::optional<int>(kExitUsage));
+    CHECK(Has(run.err(), "'99999999999999999999g' is out of range"));
+    // Twin: garbage is still "not a byte count".
+    DaemonProcess bad(dir, "garbage", Forward(spool, url, {"--chunk-bytes", "4x"}));
+    CHECK(bad.Wait(10s) == std::optional<int>(kExitUsage));
+    CHECK(Has(bad.err(), "'4x' is not a byte count"));
+  }
+  SUBCASE("a metrics port in use") {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    REQUIRE(::listen(fd, 1) == 0);
+    socklen_t len = sizeof addr;
+    REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+    const std::string listen = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+    DaemonProcess run(dir, "port", Forward(spool, url, {"--once", "--metrics-listen", listen}));
+    CHECK(run.Wait(10s) == std::optional<int>(kExitUsage));
+    CHECK(Has(run.err(), "cannot listen on " + listen + ": Address already in use"));
+    ::close(fd);
+  }
+  SUBCASE("unknown FWDSINK_ variables: one event naming them") {
+    DaemonProcess run(dir, "env", Forward(spool, url, {"--once"}),
+                      {"FWDSINK_CHUNK_BYTE=1m", "FWDSINK_NOPE=1"});
+    CHECK(run.Wait(10s) == std::optional<int>(0));  // nothing to send
+    const std::string err = run.err();
+    CHECK(Count(err, "\"event\":\"daemon.unknown_environment\"") == 1);
+    CHECK(Has(err, "\"variables\":[\"FWDSINK_CHUNK_BYTE\",\"FWDSINK_NOPE\"]"));
+    // Twin: none, no event.
+    DaemonProcess clean(dir, "clean", Forward(spool, url, {"--once"}));
+    CHECK(clean.Wait(10s) == std::optional<int>(0));
+    CHECK_FALSE(Has(clean.err(), "daemon.unknown_environment"));
+  }
+}

@@ -7,6 +7,7 @@
 #include <httplib.h>
 #include <chrono>
 
+#include "bind_problem.h"
 #include "fwdsink/endpoints.h"
 #include "fwdsink/prometheus.h"
 
@@ -185,7 +186,8 @@ std::unique_ptr<MetricsServer> MetricsServer::Start(std::string_view listen, Met
     port = -1;
   }
   if (port <= 0) {
-    error = "cannot listen on " + std::string(listen);
+    error =
+        "cannot listen on " + std::string(listen) + ": " + BindProblem(where->first, where->second);
     return nullptr;
   }
   m->address_ = where->first + ":" + std::to_string(port);

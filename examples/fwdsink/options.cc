@@ -75,7 +75,7 @@ std::optional<UsageError> ParseFlags(const std::vector<std::string>& args,
 Handler PositiveSize(std::uint64_t& out) {
   return [&out](const std::string& v) -> fwdsink::Status {
     const auto n = ParseSize(v);
-    if (!n) return Bad("'" + v + "' is not a byte count (digits with an optional k/m/g)");
+    if (!n) return Bad("'" + v + "' is " + fwdsink::SizeProblem(v));
     if (*n == 0) return Bad("must be greater than 0");
     out = *n;
     return fwdsink::OkStatus();

@@ -473,6 +473,19 @@ void Driver::Impl::Delivered(const ReadyPartition& p, const ForwardResult& r, Ti
 // to dead letters whole, where an operator can fix and requeue it.
 void Driver::Impl::Torn(const ReadyPartition& p, const ForwardResult& r, TickReport& report) {
   const std::uint64_t offset = r.resume_offset;
+  if (r.reason == kShrunkReason) {
+    // Cut under us while sent: aside, with the sink's true counts. @ref LLP 0023#shrunk
+    auto moved = spool.Quarantine({p.name + ".ndjson", "shrunk", r.message});
+    counters.handover_changed.fetch_add(1, std::memory_order_relaxed);
+    report.quarantined += 1;
+    Emit({.name = events::kDriverHandoverChanged,
+          .partition = p.name,
+          .reason = std::string(kShrunkReason),
+          .begin = offset,
+          .message = r.message + (moved ? "; moved to " + moved->string()
+                                        : "; kept: " + moved.status().message())});
+    return;
+  }
   auto dead = spool.DeadLetterPartition(p.name, offset, r.reason, 0, deps.time->SystemNow());
   report.torn += 1;
   counters.torn_partitions.fetch_add(1, std::memory_order_relaxed);

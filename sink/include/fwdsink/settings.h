@@ -178,6 +178,10 @@ class Settings {
 [[nodiscard]] std::optional<std::chrono::milliseconds> ParseDuration(std::string_view text);
 // Parses a byte count: digits with an optional k|m|g suffix (powers of 1024).
 [[nodiscard]] std::optional<std::uint64_t> ParseSize(std::string_view text);
+// Returns the reason ParseSize(text) failed, for an error message: "out of range (at
+// most 2^64-1 bytes)" for digits with a suffix that do not fit, "not a byte count
+// (digits with an optional k/m/g)" otherwise. @ref LLP 0023#smaller-findings
+[[nodiscard]] std::string SizeProblem(std::string_view text);
 // Parses a listen address: "HOST:PORT", "[V6]:PORT" or ":PORT" (all interfaces, as
 // "0.0.0.0"); port 0 picks a free one. Returns nullopt for anything else.
 [[nodiscard]] std::optional<std::pair<std::string, int>> ParseListenAddress(std::string_view text);
