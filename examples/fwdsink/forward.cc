@@ -378,6 +378,20 @@ int RunForward(const ForwardConfig& config) {
   const bool progress = config.daemon.log_mode == LogMode::kProgress ||
                         (config.daemon.log_mode == LogMode::kAuto && ::isatty(STDERR_FILENO));
   Output out(progress, log_file, config.daemon.log_level);
+  if (!config.unknown_variables.empty()) {
+    // Not an error (the environment is shared with other programs), but said once, as
+    // an event, so a typo is visible in the log too. @ref LLP 0024#environment
+    std::string message = "warning: ";
+    for (const std::string& name : config.unknown_variables) {
+      message += (&name == &config.unknown_variables.front() ? "" : "; ") + name +
+                 " is not a setting (ignored)";
+    }
+    fwdsink::JsonObject line;
+    line.Add("event", fwdsink::events::kDaemonUnknownEnvironment)
+        .Add("variables", config.unknown_variables)
+        .Add("message", message);
+    out.Json(line, fwdsink::EventLevel(fwdsink::events::kDaemonUnknownEnvironment), true);
+  }
 
   // Secrets are read here, once, and go into the options, never into a log.
   // @ref LLP 0017#request-options
@@ -475,7 +489,17 @@ int RunForward(const ForwardConfig& config) {
         continue;  // someone else's SIGUSR1: ignore
       }
       if (sig == SIGHUP) {
-        Reload(config, out, *credentials);
+        // Nothing may end the signal thread but a stop: a reload that throws is a
+        // failed reload, the old values kept. @ref LLP 0023#regular-files
+        try {
+          Reload(config, out, *credentials);
+        } catch (const std::exception& e) {
+          fwdsink::JsonObject line;
+          line.Add("event", fwdsink::events::kDaemonReloadFailed)
+              .Add("signal", SIGHUP)
+              .Add("message", std::string("reload failed: ") + e.what() + " (old values kept)");
+          out.Json(line, fwdsink::EventLevel(fwdsink::events::kDaemonReloadFailed), true);
+        }
         continue;
       }
       stop_signal.store(sig);

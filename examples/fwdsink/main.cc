@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // fwdsink: the command-line daemon. Dispatches to a sub-command; see options.h for the
 // flags and exit codes, LLP/0022-daemon.md for the decisions behind them.
+#include <exception>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -26,9 +27,7 @@ int Dispatch(const fwdsink_cli::Parsed<Config>& parsed, const std::string& usage
   return run(*parsed.config);
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+int Main(int argc, char** argv) {
   using namespace fwdsink_cli;
   const std::vector<std::string> args(argv + 1, argv + argc);
   if (args.empty()) {
@@ -51,12 +50,6 @@ int main(int argc, char** argv) {
       std::cout << PrintConfig(*parsed.config);
       return parsed.config->print_error.empty() ? kExitOk : kExitUsage;
     }
-    if (parsed.config) {
-      // Not an error: the environment is shared with other programs. @ref LLP 0024#environment
-      for (const std::string& name : parsed.config->unknown_variables) {
-        std::cerr << "fwdsink: warning: " << name << " is not a setting (ignored)\n";
-      }
-    }
     return Dispatch(parsed, ForwardUsage(), RunForward);
   }
   if (command == "dead") return Dispatch(ParseDead(rest), DeadUsage(), RunDead);
@@ -64,4 +57,19 @@ int main(int argc, char** argv) {
   if (command == "status") return Dispatch(ParseStatus(rest), StatusUsage(), RunStatus);
   std::cerr << "fwdsink: unknown command '" << command << "' (forward, dead, generate, status)\n";
   return kExitUsage;
+}
+
+}  // namespace
+
+// No exception leaves main: a bug the daemon did not foresee is a message and exit 70
+// (EX_SOFTWARE), never SIGABRT. @ref LLP 0023#regular-files
+int main(int argc, char** argv) {
+  try {
+    return Main(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "fwdsink: internal error: " << e.what() << "\n";
+  } catch (...) {
+    std::cerr << "fwdsink: internal error: unknown exception\n";
+  }
+  return 70;
 }

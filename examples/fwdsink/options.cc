@@ -75,7 +75,7 @@ std::optional<UsageError> ParseFlags(const std::vector<std::string>& args,
 Handler PositiveSize(std::uint64_t& out) {
   return [&out](const std::string& v) -> fwdsink::Status {
     const auto n = ParseSize(v);
-    if (!n) return Bad("'" + v + "' is not a byte count (digits with an optional k/m/g)");
+    if (!n) return Bad("'" + v + "' is " + fwdsink::SizeProblem(v));
     if (*n == 0) return Bad("must be greater than 0");
     out = *n;
     return fwdsink::OkStatus();
@@ -223,16 +223,20 @@ Parsed<ForwardConfig> ParseForward(const std::vector<std::string>& args,
   if (c.help) return {c, {}};
   c.print_config = command.print_config;
   // --config wins over FWDSINK_CONFIG (a variable naming the file, not a setting).
+  std::string config_source = "--config";
   if (!command.config_file) {
     for (const std::string& entry : environment) {
       if (entry.starts_with("FWDSINK_CONFIG=") && entry.size() > 15) {
         command.config_file = entry.substr(15);
+        config_source = "FWDSINK_CONFIG";
       }
     }
   }
   if (command.config_file) {
+    // A file that cannot be read: the message names it, the option says where its
+    // name came from. (An error inside it names the file and line.)
     if (fwdsink::Status e = settings.LoadFile(*command.config_file); !e.ok()) {
-      return {std::nullopt, {"", e.message()}};
+      return {std::nullopt, {e.field() == "config_file" ? config_source : "", e.message()}};
     }
   }
   // FWDSINK_ARGS: the unit's extra flags (/etc/default/fwdsink). @ref LLP 0001#deb-files

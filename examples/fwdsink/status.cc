@@ -9,7 +9,6 @@
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
-#include <fstream>
 #include <iostream>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -19,6 +18,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "fwdsink/read_file.h"
 #include "fwdsink/spool.h"
 #include "fwdsink/spool_stats.h"
 #include "fwdsink/telemetry.h"
@@ -67,9 +67,11 @@ std::int64_t AgeSeconds(SysTime then, SysTime now) {
 // The pid the last lock holder wrote, and whether that process still exists. Reading
 // the file takes no lock (flock is advisory), so a running daemon is not disturbed.
 void ReadLockPid(Snapshot& s) {
-  std::ifstream in(s.spool / "lock");
+  // @ref LLP 0023#regular-files
+  const fwdsink::Result<std::string> text =
+      fwdsink::ReadRegularFile(s.spool / "lock", {.max_bytes = 64, .follow_symlinks = false});
   long pid = 0;
-  if (in >> pid && pid > 0) {
+  if (text && std::sscanf(text->c_str(), "%ld", &pid) == 1 && pid > 0) {
     s.lock_pid = pid;
     s.lock_pid_alive = ::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM;
   }

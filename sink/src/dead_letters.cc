@@ -279,6 +279,66 @@ Result<DeadEntry> Spool::DeadLetterChunk(std::string_view name, std::uint64_t be
   return e;
 }
 
+// A row too long to send goes to dead/ alone, copied block by block (it may be far
+// larger than memory should hold); the rows after it stay to be sent.
+// @ref LLP 0023#row-too-long
+Result<DeadEntry> Spool::DeadLetterLongRow(std::string_view name, std::uint64_t begin,
+                                           std::uint64_t longer_than, std::string_view reason,
+                                           std::chrono::system_clock::time_point when) {
+  if (Status st = ValidatePartitionName(name); !st.ok()) return st;
+  Result<internal::FileReader> file = internal::FileReader::Open(PartitionPath(name));
+  if (!file.ok()) return file.status();
+  if (Result<bool> at = file->AtLineStart(begin); !at.ok() || !*at) {
+    return at.ok() ? Status(StatusCode::kInvalidArgument,
+                            "offset " + std::to_string(begin) + " is not at a row start")
+                   : at.status();
+  }
+  DeadEntry e;
+  e.partition = std::string(name);
+  e.begin = begin;
+  e.rows = 1;
+  e.reason = std::string(reason);
+  e.kind = DeadKind::kPoison;
+  e.dead_at = when;
+  spool_io::TempFile out;
+  const fs::path temp = dead_dir() / ("." + std::string(name) + ".long-row.tmp");
+  if (Status st = out.Create(temp); !st.ok()) return st;
+  std::string block(kReadBlock, '\0');
+  for (std::uint64_t pos = begin;;) {
+    const Result<std::size_t> n = file->ReadAt(pos, block.data(), block.size());
+    if (!n.ok()) return n.status();
+    if (*n == 0) {
+      return Status(StatusCode::kCorrupt, "the row at " + std::to_string(begin) + " of " +
+                                              std::string(name) + " has no end (a torn tail)");
+    }
+    const std::string_view got(block.data(), *n);
+    const std::size_t nl = got.find('\n');
+    if (Status st = out.Write(got.substr(0, nl == std::string_view::npos ? got.size() : nl + 1));
+        !st.ok()) {
+      return st;
+    }
+    if (nl != std::string_view::npos) {
+      e.end = pos + nl + 1;
+      break;
+    }
+    pos += *n;
+  }
+  if (e.end - e.begin <= longer_than) {
+    // Not the long row the caller expected (the file changed under us): leave it.
+    return Status(StatusCode::kInvalidArgument,
+                  "the row at " + std::to_string(begin) + " is " + std::to_string(e.end - e.begin) +
+                      " bytes, not longer than " + std::to_string(longer_than));
+  }
+  e.name = DeadName(name, e.begin, e.end);
+  if (Status st = ValidateDeadName(e.name); !st.ok()) return st;
+  e.rows_path = dead_dir() / (e.name + std::string(kRowsExt));
+  e.record_path = dead_dir() / (e.name + std::string(kRecordExt));
+  // Rows first, record last, as for a poisoned chunk (DeadLetterChunk).
+  if (Status st = out.Commit(e.rows_path); !st.ok()) return st;
+  if (Status st = spool_io::WriteFileAtomic(e.record_path, DumpRecord(e)); !st.ok()) return st;
+  return e;
+}
+
 Result<DeadEntry> Spool::DeadLetterPartition(std::string_view name, std::uint64_t from_offset,
                                              std::string_view reason, int status,
                                              std::chrono::system_clock::time_point when) {

@@ -12,6 +12,7 @@
 #include "fwdsink/check.h"
 #include "fwdsink/endpoints.h"
 #include "fwdsink/overload.h"
+#include "long_row.h"
 #include "sender_slots.h"
 
 namespace fwdsink {
@@ -118,6 +119,9 @@ struct Driver::Impl {
   // Where partition `p` resumes, or nullopt when its cursor cannot be read.
   std::optional<std::uint64_t> StartOffset(const ReadyPartition& p, TickReport& report);
   void ForwardOne(Lane& lane, const ReadyPartition& p, TickReport& report);
+  // Sends `p` from its cursor once; true when it stopped at a row set aside and goes on.
+  bool ForwardFrom(Lane& lane, const ReadyPartition& p, TickReport& report);
+  bool LongRowAside(const ReadyPartition& p, const ForwardResult& r, TickReport& report);
   void Conclude(const ReadyPartition& p, const ForwardResult& r, TickReport& report);
   void ReportPermanentError(TickReport& report);
   bool DeadLetter(Lane& lane, const ReadyPartition& p, const PoisonedChunk& chunk,
@@ -341,8 +345,15 @@ std::optional<std::uint64_t> Driver::Impl::StartOffset(const ReadyPartition& p,
 
 void Driver::Impl::ForwardOne(Lane& lane, const ReadyPartition& p, TickReport& report) {
   report.partitions += 1;
+  // A row too long to send goes to dead/ alone, and the rows after it are sent in the
+  // same pass. @ref LLP 0023#row-too-long
+  while (ForwardFrom(lane, p, report)) {
+  }
+}
+
+bool Driver::Impl::ForwardFrom(Lane& lane, const ReadyPartition& p, TickReport& report) {
   const std::optional<std::uint64_t> offset = StartOffset(p, report);
-  if (!offset) return;
+  if (!offset) return false;
   // Cursors are saved on the writer's thread while the next chunk is in flight, and
   // only from the ack callback; every path below flushes before touching the spool
   // again. @ref LLP 0021#async-cursor
@@ -367,12 +378,13 @@ void Driver::Impl::ForwardOne(Lane& lane, const ReadyPartition& p, TickReport& r
     // where its last saved cursor says, and is re-sent from there next tick — after
     // the overload pause the error raises. The tick stops: the disk is the same for
     // every partition. @ref LLP 0023#backoff-everywhere
-    return NotDurable(p, saved.message(), report);
+    NotDurable(p, saved.message(), report);
+    return false;
   }
   // A poison that could not be dead-lettered, inside a split chunk whose acks held the
   // cursor back: unless the cursor now reaches the poison, none of this pass's acks is
   // durable, and the pass is no progress either. @ref LLP 0023#durable-progress
-  if (r.outcome == Outcome::kPoisoned && !KeepPoisonCursor(p, r, report)) return;
+  if (r.outcome == Outcome::kPoisoned && !KeepPoisonCursor(p, r, report)) return false;
   {
     std::lock_guard guard(report_mu);
     pass_errors.Note(r);
@@ -381,7 +393,27 @@ void Driver::Impl::ForwardOne(Lane& lane, const ReadyPartition& p, TickReport& r
   report.rows_acked += r.rows_acked;
   report.bytes_acked += r.bytes_acked;
   report.throttled = report.throttled || r.throttled;
+  if (internal::StoppedAtLongRow(r) && LongRowAside(p, r, report)) return true;
   Conclude(p, r, report);
+  return false;
+}
+
+bool Driver::Impl::LongRowAside(const ReadyPartition& p, const ForwardResult& r,
+                                TickReport& report) {
+  auto dead = internal::SetLongRowAside(spool, p.name, r, options.forward.chunker.max_line_bytes,
+                                        deps.time->SystemNow());
+  if (!dead) return false;  // handled as torn, with the whole tail
+  report.poisoned_chunks += 1;
+  counters.poisoned_chunks.fetch_add(1, std::memory_order_relaxed);
+  Emit({.name = events::kDriverDeadLetter,
+        .partition = p.name,
+        .reason = std::string(internal::kRowTooLong),
+        .begin = dead->begin,
+        .end = dead->end,
+        .message = "a row of " + std::to_string(dead->end - dead->begin) +
+                   " bytes is over max_line_bytes; moved alone to " + dead->rows_path.string() +
+                   ", the rows after it go on"});
+  return true;
 }
 
 // Carries out what the sink's outcome means for the partition and the tick.
@@ -456,6 +488,19 @@ void Driver::Impl::Delivered(const ReadyPartition& p, const ForwardResult& r, Ti
 // to dead letters whole, where an operator can fix and requeue it.
 void Driver::Impl::Torn(const ReadyPartition& p, const ForwardResult& r, TickReport& report) {
   const std::uint64_t offset = r.resume_offset;
+  if (r.reason == kShrunkReason) {
+    // Cut under us while sent: aside, with the sink's true counts. @ref LLP 0023#shrunk
+    auto moved = spool.Quarantine({p.name + ".ndjson", "shrunk", r.message});
+    counters.handover_changed.fetch_add(1, std::memory_order_relaxed);
+    report.quarantined += 1;
+    Emit({.name = events::kDriverHandoverChanged,
+          .partition = p.name,
+          .reason = std::string(kShrunkReason),
+          .begin = offset,
+          .message = r.message + (moved ? "; moved to " + moved->string()
+                                        : "; kept: " + moved.status().message())});
+    return;
+  }
   auto dead = spool.DeadLetterPartition(p.name, offset, r.reason, 0, deps.time->SystemNow());
   report.torn += 1;
   counters.torn_partitions.fetch_add(1, std::memory_order_relaxed);

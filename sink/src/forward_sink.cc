@@ -307,11 +307,11 @@ class ForwardSink::Call {
     for (;;) {
       const SourceStatus next = source.Next();
       if (next == SourceStatus::kEnd) {
-        Delivered();
+        if (!Shrunk(path)) Delivered();
         break;
       }
       if (next != SourceStatus::kChunk) {
-        SourceFailed(source, next);
+        if (!Shrunk(path)) SourceFailed(source, next);
         break;
       }
       if (SendUntilVerdictEnds(source) == ChunkEnd::kStop) break;
@@ -343,6 +343,26 @@ class ForwardSink::Call {
     Emit({.name = events::kForwardDelivered,
           .end = result_.resume_offset,
           .message = "partition delivered"});
+  }
+
+  // A sealed partition never changes: one smaller now than at open was cut under us (a
+  // contract violation, not a delivery and not a torn row). The driver quarantines it;
+  // the message has the true counts. @ref LLP 0023#shrunk
+  bool Shrunk(const std::filesystem::path& path) {
+    std::error_code ec;
+    const std::uint64_t now = std::filesystem::file_size(path, ec);
+    if (ec || now >= file_size_) return false;
+    result_.outcome = Outcome::kPartitionError;
+    result_.reason = std::string(kShrunkReason);
+    result_.message = "partition shrank while being sent: " + std::to_string(file_size_) +
+                      " bytes at hand-over, " + std::to_string(result_.resume_offset) +
+                      " sent and acknowledged, " + std::to_string(now) + " now";
+    Emit({.name = events::kForwardError,
+          .reason = result_.reason,
+          .begin = result_.resume_offset,
+          .end = now,
+          .message = result_.message});
+    return true;
   }
 
   // Close() was called: the cursor stays at the last acknowledged chunk.

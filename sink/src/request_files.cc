@@ -5,12 +5,11 @@
 // @ref LLP 0017#request-options
 #include <cctype>
 #include <cstdlib>
-#include <fstream>
-#include <iterator>
 #include <memory>
 #include <mutex>
 
 #include "fwdsink/http_header.h"
+#include "fwdsink/read_file.h"
 #include "fwdsink/settings.h"
 #include "fwdsink/transport.h"
 
@@ -23,25 +22,35 @@ Status Bad(std::string field, std::string message) {
   return Status::Config(std::move(field), std::move(message));
 }
 
-std::optional<std::string> ReadSecretFile(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+// Every credential file is read by ReadRegularFile: a folder, a FIFO or a device is an
+// error naming the file, never a hang, an abort or gigabytes. @ref LLP 0023#regular-files
+Result<std::string> ReadCredentialFile(const std::filesystem::path& path) {
+  return ReadRegularFile(path, {.max_bytes = kMaxCredentialFileBytes});
+}
+
+Result<std::string> ReadSecretFile(const std::filesystem::path& path) {
+  Result<std::string> read = ReadCredentialFile(path);
+  if (!read) return read;
+  std::string text = std::move(*read);
   // One trailing newline (and a CR before it) is the file's, not the secret's.
   if (!text.empty() && text.back() == '\n') text.pop_back();
   if (!text.empty() && text.back() == '\r') text.pop_back();
   return text;
 }
 
-// The token file: surrounding whitespace is the file's; empty means no token yet.
-std::optional<std::string> ReadTokenFile(const std::filesystem::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return std::nullopt;
-  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+// The token file: surrounding whitespace is the file's; empty (or missing) means no
+// token yet; a file that cannot be read (a folder, a FIFO, too large) is an error.
+Result<std::optional<std::string>> ReadTokenFile(const std::filesystem::path& path) {
+  Result<std::string> read = ReadCredentialFile(path);
+  if (!read) {
+    if (read.status().code() == StatusCode::kNotFound) return std::optional<std::string>();
+    return read.status();
+  }
+  const std::string& text = *read;
   const auto first = text.find_first_not_of(" \t\r\n");
-  if (first == std::string::npos) return std::nullopt;
+  if (first == std::string::npos) return std::optional<std::string>();
   const auto last = text.find_last_not_of(" \t\r\n");
-  return text.substr(first, last - first + 1);
+  return std::optional<std::string>(text.substr(first, last - first + 1));
 }
 
 std::string Lower(std::string_view s) {
@@ -80,7 +89,7 @@ bool NoProxyMatches(std::string_view list, std::string_view host) {
 Status LoadBasicAuth(const std::filesystem::path& path, ForwardOptions& forward) {
   const std::string source = "basic_auth_file " + path.string();
   const auto text = ReadSecretFile(path);
-  if (!text) return Bad("basic_auth_file", source + ": cannot read the file");
+  if (!text) return Bad("basic_auth_file", source + ": " + text.status().message());
   const auto colon = text->find(':');
   if (colon == std::string::npos || colon == 0) {
     return Bad("basic_auth_file", source + ": expected one line 'user:password'");
@@ -111,7 +120,7 @@ Status LoadRequestSecrets(const RequestFiles& files, ForwardOptions& forward) {
   for (const auto& [name, path] : files.header_files) {
     const std::string source = "header_file " + path.string();
     const auto value = ReadSecretFile(path);
-    if (!value) return Bad("header_file", source + ": cannot read the file");
+    if (!value) return Bad("header_file", source + ": " + value.status().message());
     if (value->empty()) return Bad("header_file", source + ": the file is empty");
     if (Status e = ValidateHeaderField(name, *value, source); !e.ok()) {
       return Bad("header_file", e.message());
@@ -132,7 +141,10 @@ TokenProvider FileTokenProvider(std::filesystem::path path) {
   return [path = std::move(path), cache](bool force_refresh) -> std::optional<std::string> {
     std::lock_guard lock(cache->mu);
     if (!cache->read || force_refresh || !cache->token) {
-      cache->token = ReadTokenFile(path);
+      // A file that has become unreadable (a folder, a FIFO) keeps the token read
+      // before; a missing or empty one means no token. @ref LLP 0023#regular-files
+      Result<std::optional<std::string>> fresh = ReadTokenFile(path);
+      if (fresh.ok()) cache->token = std::move(*fresh);
       cache->read = true;
     }
     return cache->token;
@@ -140,10 +152,12 @@ TokenProvider FileTokenProvider(std::filesystem::path path) {
 }
 
 Status CheckTokenFile(const std::filesystem::path& path) {
-  const std::optional<std::string> token = ReadTokenFile(path);
-  if (!token) return OkStatus();
+  const Result<std::optional<std::string>> token = ReadTokenFile(path);
+  if (!token)
+    return Bad("token_file", "token_file " + path.string() + ": " + token.status().message());
+  if (!*token) return OkStatus();
   // @ref LLP 0023#header-safety
-  return ValidateHeaderValue("Bearer " + *token, "token_file " + path.string());
+  return ValidateHeaderValue("Bearer " + **token, "token_file " + path.string());
 }
 
 std::string ProxyFromEnvironment(std::string_view url, const EnvLookup& env) {

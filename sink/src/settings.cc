@@ -42,7 +42,7 @@ std::string Quoted(std::string_view v) { return "'" + std::string(v) + "'"; }
 // ---- value shapes
 Status PositiveSize(std::string_view v, std::uint64_t& out) {
   const auto n = ParseSize(v);
-  if (!n) return Bad(Quoted(v) + " is not a byte count (digits with an optional k/m/g)");
+  if (!n) return Bad(Quoted(v) + " is " + SizeProblem(v));
   if (*n == 0) return Bad("must be greater than 0");
   out = *n;
   return OkStatus();
@@ -522,6 +522,7 @@ LogLevel EventLevel(std::string_view event) {
       {ev::kDaemonExit, LogLevel::kInfo},
       {ev::kDaemonReload, LogLevel::kInfo},
       {ev::kDaemonReloadFailed, LogLevel::kError},
+      {ev::kDaemonUnknownEnvironment, LogLevel::kWarn},
       {ev::kForwardFailover, LogLevel::kWarn},
       {ev::kForwardFailback, LogLevel::kInfo},
       {ev::kForwardProbeFailed, LogLevel::kWarn},
@@ -773,6 +774,18 @@ std::optional<std::pair<std::string, int>> ParseListenAddress(std::string_view t
     return std::nullopt;  // a bare IPv6 address needs brackets
   }
   return std::pair<std::string, int>(host.empty() ? "0.0.0.0" : std::string(host), port);
+}
+
+std::string SizeProblem(std::string_view text) {
+  std::string_view digits = text;
+  if (!digits.empty() && std::string_view("kKmMgG").find(digits.back()) != std::string_view::npos) {
+    digits.remove_suffix(1);
+  }
+  const bool all_digits =
+      !digits.empty() && digits.find_first_not_of("0123456789") == std::string_view::npos;
+  // Well formed but too big: say so, not "not a byte count". @ref LLP 0023#smaller-findings
+  if (all_digits) return "out of range (at most 2^64-1 bytes)";
+  return "not a byte count (digits with an optional k/m/g)";
 }
 
 std::optional<std::uint64_t> ParseSize(std::string_view text) {

@@ -10,9 +10,8 @@
 
 #include <algorithm>
 #include <charconv>
-#include <fstream>
-#include <iterator>
 
+#include "fwdsink/read_file.h"
 #include "fwdsink/settings.h"
 
 namespace fwdsink {
@@ -93,9 +92,14 @@ Status SetEntry(Settings& settings, const Entry& e, const std::string& file) {
 
 Status Settings::LoadFile(const std::filesystem::path& path) {
   const std::string file = path.string();
-  std::ifstream in(path, std::ios::binary);
-  if (!in) return Status(StatusCode::kNotFound, file + ": cannot read the config file");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  // A folder, a FIFO or /dev/zero is refused before a byte is read; a file past 1 MiB
+  // is not a configuration. @ref LLP 0023#regular-files
+  Result<std::string> read = ReadRegularFile(path, {.max_bytes = kMaxConfigFileBytes});
+  if (!read) {
+    return Status(read.status().code(), "cannot read the config file: " + read.status().message(),
+                  "config_file");
+  }
+  const std::string& text = *read;
   toml::parse_result parsed = toml::parse(text, file);
   if (!parsed) {
     const toml::parse_error& err = parsed.error();

@@ -2,6 +2,7 @@
 #include "spool_io.h"
 
 #include "file_reader.h"
+#include "fwdsink/read_file.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -100,25 +101,37 @@ Status TempFile::Write(std::string_view data) {
   return {};
 }
 
+Status TempFile::TruncateTo(std::uint64_t size) {
+  if (fd_ < 0) return Status(StatusCode::kIo, "truncate of a closed temp file");
+  if (::ftruncate(fd_, static_cast<off_t>(size)) != 0)
+    return IoError("cannot truncate", temp_, errno);
+  if (::lseek(fd_, static_cast<off_t>(size), SEEK_SET) < 0)
+    return IoError("cannot seek", temp_, errno);
+  return {};
+}
+
 Status TempFile::Commit(const fs::path& final_path) {
-  if (fd_ < 0) return Status(StatusCode::kIo, "commit of a closed temp file");
+  if (fd_ < 0 && temp_.empty()) return Status(StatusCode::kIo, "commit of a closed temp file");
   // Data first, then the name: after a crash the final name holds either the old
   // content or the complete new one, never a torn file. @ref LLP 0020#atomic-writes
-  if (::fsync(fd_) != 0) {
-    Status st = IoError("cannot fsync", temp_, errno);
-    Abandon();
-    return st;
-  }
-  const int fd = std::exchange(fd_, -1);
-  if (CloseRetryFree(fd) != 0) {
-    Status st = IoError("cannot close", temp_, errno);
-    ::unlink(temp_.c_str());
-    return st;
+  if (fd_ >= 0) {
+    if (::fsync(fd_) != 0) {
+      Status st = IoError("cannot fsync", temp_, errno);
+      Abandon();
+      return st;
+    }
+    const int fd = std::exchange(fd_, -1);
+    if (CloseRetryFree(fd) != 0) {
+      Status st = IoError("cannot close", temp_, errno);
+      ::unlink(temp_.c_str());
+      temp_.clear();
+      return st;
+    }
   }
   if (::rename(temp_.c_str(), final_path.c_str()) != 0) {
-    Status st = IoError("cannot rename " + temp_.string() + " to", final_path, errno);
-    ::unlink(temp_.c_str());
-    return st;
+    // Synced and closed: kept for a retried Commit(); Abandon() (or the destructor)
+    // removes it. @ref LLP 0023#writer-enospc
+    return IoError("cannot rename " + temp_.string() + " to", final_path, errno);
   }
   const fs::path from_dir = temp_.parent_path();
   const fs::path to_dir = final_path.parent_path();
@@ -129,10 +142,8 @@ Status TempFile::Commit(const fs::path& final_path) {
 }
 
 void TempFile::Abandon() noexcept {
-  if (fd_ >= 0) {
-    CloseRetryFree(std::exchange(fd_, -1));
-    ::unlink(temp_.c_str());
-  }
+  if (fd_ >= 0) CloseRetryFree(std::exchange(fd_, -1));
+  if (!temp_.empty()) ::unlink(temp_.c_str());
   temp_.clear();
 }
 
@@ -148,22 +159,8 @@ Status WriteFileAtomic(const fs::path& final_path, std::string_view data) {
 }
 
 Result<std::string> ReadSmallFile(const fs::path& path, std::size_t max_bytes) {
-  Result<internal::FileReader> file = internal::FileReader::Open(path);
-  if (!file.ok()) return std::move(file).status();
-  std::string out;
-  char buf[4096];
-  for (;;) {
-    Result<std::size_t> n = file->ReadAt(out.size(), buf, sizeof buf);
-    if (!n.ok()) return std::move(n).status();
-    if (*n == 0) break;
-    out.append(buf, *n);
-    if (out.size() > max_bytes) {
-      return Status(StatusCode::kCorrupt,
-                    path.string() + " is larger than " + std::to_string(max_bytes) + " bytes");
-    }
-    if (*n < sizeof buf) break;  // ReadAt only stops short at the end of the file
-  }
-  return out;
+  // The spool's own files: never through a symlink. @ref LLP 0023#regular-files
+  return ReadRegularFile(path, {.max_bytes = max_bytes, .follow_symlinks = false});
 }
 
 std::uint32_t Crc32(std::string_view data) noexcept {

@@ -42,13 +42,23 @@ class TempFile {
 
   // Creates (truncating) `temp_path` for writing.
   [[nodiscard]] Status Create(std::filesystem::path temp_path);
+  // Writes all of `data` at the file's position. On an error part of it may be in the
+  // file: TruncateTo() cuts it back.
   [[nodiscard]] Status Write(std::string_view data);
+  // Cuts the file back to `size` bytes and puts the position there (shrinking needs no
+  // space, so this works on a full file system). @ref LLP 0023#writer-enospc
+  [[nodiscard]] Status TruncateTo(std::uint64_t size);
   // fsyncs and closes the file, renames it to `final_path` and fsyncs the folder(s).
+  // When the fsync fails the temp file is removed (its pages may be lost: Linux reports a
+  // writeback error once); when only the rename fails it is kept, synced and closed, and
+  // a second Commit() retries the rename (pending_rename() says so).
   [[nodiscard]] Status Commit(const std::filesystem::path& final_path);
   // Closes and removes the temp file (no-op when nothing is open).
   void Abandon() noexcept;
 
   [[nodiscard]] bool is_open() const noexcept { return fd_ >= 0; }
+  // Returns whether the file is synced and closed, waiting for a retried rename.
+  [[nodiscard]] bool pending_rename() const noexcept { return fd_ < 0 && !temp_.empty(); }
   [[nodiscard]] const std::filesystem::path& temp_path() const noexcept { return temp_; }
 
  private:

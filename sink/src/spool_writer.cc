@@ -34,8 +34,10 @@ std::string NewPartitionName(std::chrono::system_clock::time_point wall) {
 struct SpoolWriter::Partition {
   std::string name;
   spool_io::TempFile file;
-  std::string buffer;       // rows not yet written to `file`
-  std::uint64_t bytes = 0;  // written + buffered
+  std::string buffer;         // rows not yet written to `file`
+  std::uint64_t bytes = 0;    // written + buffered
+  std::uint64_t written = 0;  // bytes of whole rows in `file`
+  bool torn = false;          // `file` may hold bytes past `written` (a cut-back failed)
   std::chrono::steady_clock::time_point opened_at;
 };
 
@@ -97,7 +99,7 @@ Status SpoolWriter::Append(std::string_view row) {
     return Status(StatusCode::kInvalidArgument, "row contains an embedded newline");
   }
   const std::uint64_t line_bytes = row.size() + 1;
-  if (open_ && (open_->bytes + line_bytes > options_.max_bytes ||
+  if (open_ && (open_->bytes + line_bytes > options_.max_bytes || open_->file.pending_rename() ||
                 options_.now() - open_->opened_at >= options_.max_age)) {
     if (Result<std::optional<std::string>> r = Seal(); !r) return r.status();
   }
@@ -108,10 +110,18 @@ Status SpoolWriter::Append(std::string_view row) {
   open_->buffer.push_back('\n');
   open_->bytes += line_bytes;
   if (open_->buffer.size() >= kWriteBuffer) {
-    if (Status st = Flush(); !st.ok()) return st;
+    if (Status st = Flush(); !st.ok()) {
+      // An error means "this row was not taken": take it back out. The rows accepted
+      // before it stay in the buffer for the next Flush. @ref LLP 0023#writer-enospc
+      open_->buffer.resize(open_->buffer.size() - line_bytes);
+      open_->bytes -= line_bytes;
+      return st;
+    }
   }
   if (open_->bytes >= options_.max_bytes) {
-    if (Result<std::optional<std::string>> r = Seal(); !r) return r.status();
+    // The row is in: a seal that fails now (ready/ full, a full disk) is retried, and
+    // reported, by the next Append, Poll or Seal, which keep the partition open.
+    (void)Seal();
   }
   return {};
 }
@@ -131,8 +141,11 @@ Result<std::optional<std::string>> SpoolWriter::Seal() {
   // sees complete partitions. @ref LLP 0020#atomic-writes
   const fs::path final_path = dir_ / "ready" / (open_->name + ".ndjson");
   if (Status st = open_->file.Commit(final_path); !st.ok()) {
-    // Commit removed the temp file; the rows are lost to the spool but the caller
-    // learns it here (and keeps its own copy if it needs one).
+    // A failed rename keeps the synced file for the next Seal. A failed fsync removed
+    // it: the kernel may have dropped its pages, so it cannot be trusted any more. The
+    // one case where accepted rows are lost; the message says so. @ref LLP 0023#writer-enospc
+    if (open_->file.pending_rename()) return st;
+    st = spool_io::Reworded(st, "partition " + open_->name + " abandoned: " + st.message());
     open_.reset();
     return st;
   }
@@ -155,17 +168,30 @@ Status SpoolWriter::StartPartition() {
   return {};
 }
 
+// On a write error (ENOSPC, EFBIG, EIO) the file is cut back to its last whole row and
+// the rows stay buffered: nothing accepted is lost, the partition stays open, and a
+// later Append or Seal writes them once there is room. @ref LLP 0023#writer-enospc
 Status SpoolWriter::Flush() {
-  if (!open_ || open_->buffer.empty()) return {};
-  Status st = open_->file.Write(open_->buffer);
-  open_->buffer.clear();
-  if (!st.ok()) {
-    // The file may hold part of a row now; never seal it. Drop the partition and say
-    // so: the caller decides whether to re-append what it had written.
-    st = spool_io::Reworded(st, "partition " + open_->name + " abandoned: " + st.message());
-    open_.reset();
+  if (!open_) return {};
+  Partition& p = *open_;
+  if (p.torn) {
+    if (Status st = p.file.TruncateTo(p.written); !st.ok()) return st;
+    p.torn = false;
   }
-  return st;
+  if (p.buffer.empty()) return {};
+  if (p.file.pending_rename()) {
+    return Status(StatusCode::kIo, "partition " + p.name + " is waiting for its seal: call Seal()");
+  }
+  Status st = p.file.Write(p.buffer);
+  if (!st.ok()) {
+    p.torn = !p.file.TruncateTo(p.written).ok();
+    return spool_io::Reworded(st, "partition " + p.name + ": " + st.message() +
+                                      " (the rows accepted so far are kept; the partition "
+                                      "stays open)");
+  }
+  p.written += p.buffer.size();
+  p.buffer.clear();
+  return {};
 }
 
 namespace {

@@ -139,6 +139,10 @@ enum class RespoolReason {
 };
 [[nodiscard]] std::string_view to_string(RespoolReason reason);
 
+// ForwardResult::reason of a kPartitionError for a partition that shrank while it was
+// sent (the driver quarantines it). @ref LLP 0023#shrunk
+inline constexpr std::string_view kShrunkReason = "shrunk";
+
 struct ForwardResult {
   Outcome outcome = Outcome::kDelivered;
   // The cursor: end offset of the last acknowledged chunk (where the next attempt

@@ -174,8 +174,13 @@ FWDSINK_API fwdsink_writer_t* fwdsink_writer_open(const char* spool_dir, uint64_
                                                   uint64_t max_age_ms, char* errstr, size_t errlen);
 
 /* Appends one row of len bytes (one NDJSON line; the '\n' is added when missing). An
- * empty row or one with an embedded '\n' is refused. Returns 0, or -1 with the reason
- * in errstr. */
+ * empty row or one with an embedded '\n' is refused. Returns 0 when the row is accepted
+ * (it will be in the partition when that is sealed), or -1 with the reason in errstr:
+ * then THIS row was not accepted (append it again to keep it), and the rows accepted
+ * before it are untouched: they stay in the open partition (a failed write, e.g. ENOSPC,
+ * is cut back to the last whole row) and a later append or seal writes and seals them
+ * once the disk has room. A seal due after an accepted row that fails is reported by the
+ * next call, not by this one. */
 FWDSINK_API int fwdsink_writer_append(fwdsink_writer_t* w, const char* row, size_t len,
                                       char* errstr, size_t errlen);
 
@@ -184,11 +189,15 @@ FWDSINK_API int fwdsink_writer_append(fwdsink_writer_t* w, const char* row, size
 FWDSINK_API int fwdsink_writer_poll(fwdsink_writer_t* w, char* errstr, size_t errlen);
 
 /* Seals the open partition now. Returns 1 when one was sealed, 0 when there was no
- * row to seal, -1 with the reason in errstr. */
+ * row to seal, -1 with the reason in errstr: nothing was sealed and every accepted row
+ * stays in the open partition (call it again once there is room), except when fsync
+ * failed: the partition is then abandoned (errstr says "abandoned") and its rows lost. */
 FWDSINK_API int fwdsink_writer_seal(fwdsink_writer_t* w, char* errstr, size_t errlen);
 
 /* Seals what is open and frees w (freed even on an error). Returns 0, or -1 with the
- * reason in errstr. NULL is ignored (returns 0). */
+ * reason in errstr: the open partition's rows are then lost to the spool (call
+ * fwdsink_writer_seal() until it succeeds before closing to keep them). NULL is ignored
+ * (returns 0). */
 FWDSINK_API int fwdsink_writer_close(fwdsink_writer_t* w, char* errstr, size_t errlen);
 
 #ifdef __cplusplus

@@ -124,7 +124,10 @@ class Settings {
 
   // Reads a TOML config file (flat `key = value` lines; arrays for repeatable keys and
   // lists) and sets every key with source kFile, where "FILE:LINE". An unknown key, a
-  // table, or a syntax error is kInvalidArgument naming the file and line.
+  // table, or a syntax error is kInvalidArgument naming the file and line. A file that
+  // cannot be read — missing, not a regular file (a folder, a FIFO, a device), over
+  // kMaxConfigFileBytes — is an error with field() "config_file" naming it
+  // (ReadRegularFile's code). @ref LLP 0023#regular-files
   Status LoadFile(const std::filesystem::path& path);
 
   // Sets every FWDSINK_<KEY> of `environment` ("NAME=value" strings, as in environ) with
@@ -175,6 +178,10 @@ class Settings {
 [[nodiscard]] std::optional<std::chrono::milliseconds> ParseDuration(std::string_view text);
 // Parses a byte count: digits with an optional k|m|g suffix (powers of 1024).
 [[nodiscard]] std::optional<std::uint64_t> ParseSize(std::string_view text);
+// Returns the reason ParseSize(text) failed, for an error message: "out of range (at
+// most 2^64-1 bytes)" for digits with a suffix that do not fit, "not a byte count
+// (digits with an optional k/m/g)" otherwise. @ref LLP 0023#smaller-findings
+[[nodiscard]] std::string SizeProblem(std::string_view text);
 // Parses a listen address: "HOST:PORT", "[V6]:PORT" or ":PORT" (all interfaces, as
 // "0.0.0.0"); port 0 picks a free one. Returns nullopt for anything else.
 [[nodiscard]] std::optional<std::pair<std::string, int>> ParseListenAddress(std::string_view text);

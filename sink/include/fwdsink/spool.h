@@ -183,6 +183,17 @@ class Spool {
                                                   int status, std::string_view reason,
                                                   std::chrono::system_clock::time_point when);
 
+  // Copies the one row of partition `name` that starts at `begin` into dead/ (kind
+  // "poison", status 0, `reason`), reading it in blocks however long it is, and returns
+  // its entry (end: just past the row's '\n'). Refuses (kInvalidArgument) an offset
+  // that is not a row start or a row of at most `longer_than` bytes, and (kCorrupt) a
+  // row with no '\n' after it. The partition and its cursor are untouched: the caller
+  // moves the cursor past the row. @ref LLP 0023#row-too-long
+  [[nodiscard]] Result<DeadEntry> DeadLetterLongRow(std::string_view name, std::uint64_t begin,
+                                                    std::uint64_t longer_than,
+                                                    std::string_view reason,
+                                                    std::chrono::system_clock::time_point when);
+
   // Moves the whole partition `name` into dead/ (kind "horizon"), recording that the
   // dead rows start at `from_offset`, and removes its cursor.
   [[nodiscard]] Result<DeadEntry> DeadLetterPartition(std::string_view name,

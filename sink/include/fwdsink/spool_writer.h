@@ -64,7 +64,8 @@ struct SpoolWriterOptions {
 // carry the pid and a process-wide sequence number, so they never collide.
 // Rows are buffered in memory until the partition is sealed or the buffer fills; an
 // unsealed partition is not visible to the forwarder. The destructor seals what is
-// open (errors are dropped there: call Seal() first to see them).
+// open (errors are dropped there, and the open partition's rows with them: call Seal()
+// until it succeeds first to keep them).
 class SpoolWriter {
  public:
   // Opens a writer on spool directory `spool_dir`, creating its folders as needed.
@@ -81,13 +82,26 @@ class SpoolWriter {
   // Appends one row (one line). Adds the '\n' if the row lacks it; rejects a row
   // with an embedded '\n' (kInvalidArgument) and an empty row. Seals the open
   // partition first when the row would not fit or the partition is too old.
+  //
+  // What an error means (@ref LLP 0023#writer-enospc): OK means the row is accepted:
+  // it will be in the partition when that is sealed. An error means this row was NOT
+  // accepted (append it again to keep it) and changes nothing for the rows accepted
+  // before it: they stay in the open partition — the file is cut back to its last
+  // whole row after a failed write (ENOSPC, EFBIG, EIO) — and a later Append or Seal
+  // writes and seals them once the disk has room. A seal due after an accepted row
+  // (max_bytes reached) that fails is not reported by that Append but by the next call.
   [[nodiscard]] Status Append(std::string_view row);
 
   // Seals the open partition if it has reached max_age. Call it periodically so a
-  // quiet producer still hands its rows over.
+  // quiet producer still hands its rows over. An error is Seal()'s.
   [[nodiscard]] Status Poll();
 
-  // Seals the open partition now, if it holds any row. Returns the sealed name.
+  // Seals the open partition now, if it holds any row. Returns the sealed name. On an
+  // error nothing is sealed and every accepted row stays in the open partition (call
+  // Seal() again once the cause is gone: kBusy when ready/ is full, kIo for a write or
+  // rename that failed), with one exception: when fsync fails the partition is
+  // abandoned (the kernel may have dropped its pages; the message says "abandoned")
+  // and its rows are lost to the spool.
   [[nodiscard]] Result<std::optional<std::string>> Seal();
 
   // Returns the writer's counters (FWDSINK_WRITER_COUNTERS). Producer thread.

@@ -149,6 +149,9 @@ inline constexpr std::string_view kDaemonReload = "daemon.reload";
 // SIGHUP could not reload something; the old log file or credentials stay in use.
 // Fields: signal, reloaded (what did reload), message (what failed; never a secret).
 inline constexpr std::string_view kDaemonReloadFailed = "daemon.reload_failed";
+// At start: FWDSINK_* variables in the environment that are not settings (ignored),
+// named in one event. Fields: variables (their names), message. @ref LLP 0024#environment
+inline constexpr std::string_view kDaemonUnknownEnvironment = "daemon.unknown_environment";
 // A dead letter was deleted by a cap (--max-dead-bytes / --max-dead-age), oldest first.
 // Fields: partition (the dead letter's partition), reason ("max_dead_bytes" |
 // "max_dead_age"), begin, end (its byte range), message (the dead name, its size and
