@@ -60,15 +60,6 @@ Input WriteSpool(const fs::path& spool) {
   return in;
 }
 
-std::vector<std::string> DeadRows(const fs::path& dead) {
-  std::vector<std::string> rows;
-  for (const auto& e : fs::directory_iterator(dead)) {
-    if (e.path().extension() != ".ndjson") continue;
-    for (auto& r : ReadLines(e.path())) rows.push_back(std::move(r));
-  }
-  return rows;
-}
-
 std::vector<std::string> Args(const fs::path& spool, const CentralProcess& c,
                               std::vector<std::string> extra) {
   std::vector<std::string> args = {"forward",
@@ -124,7 +115,7 @@ TEST_CASE("AcksThatCouldNotBeMadeDurableAreNoProgressAndBackOff") {
   std::size_t missing = 0;
   for (auto& r : input.good) missing += got.count(r) ? 0 : 1;
   CHECK(missing == 0);
-  auto dead = DeadRows(spool / "dead");
+  auto dead = fwdsink::test::DeadRows(spool / "dead");
   std::sort(dead.begin(), dead.end());
   auto poison = input.poison;
   std::sort(poison.begin(), poison.end());
@@ -142,6 +133,6 @@ TEST_CASE("ASplitChunkWithPoisonOnAWritableSpoolIsProgress") {
   DaemonProcess run(dir, "writable", Args(spool, central, {"--once"}));
   REQUIRE(run.Wait(kRunTimeout).has_value());
   CHECK(ExitCounter(run.err(), "overload_level") == 0);
-  CHECK(DeadRows(spool / "dead").size() == 2);
+  CHECK(fwdsink::test::DeadRows(spool / "dead").size() == 2);
   CHECK(!fs::exists(spool / "ready" / "p.ndjson"));
 }

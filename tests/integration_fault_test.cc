@@ -69,15 +69,6 @@ Input WriteSpool(const fs::path& spool) {
   return in;
 }
 
-std::vector<std::string> DeadRows(const fs::path& dead) {
-  std::vector<std::string> rows;
-  for (const auto& e : fs::directory_iterator(dead)) {
-    if (e.path().extension() != ".ndjson") continue;
-    for (auto& r : ReadLines(e.path())) rows.push_back(std::move(r));
-  }
-  return rows;
-}
-
 // Rows of `want` missing from `got`, and rows of `got` beyond their count in `want`.
 std::pair<std::size_t, std::size_t> LostAndDuplicated(std::vector<std::string> want,
                                                       std::vector<std::string> got) {
@@ -137,7 +128,7 @@ TEST_CASE("EveryFaultInTheCursorAndDeadLetterPathsLosesAndDuplicatesNothing") {
         const auto faults = ReadLines(log).size();
         const auto [lost, dup] = LostAndDuplicated(input.good, central.received_rows());
         const auto [dead_lost, dead_dup] =
-            LostAndDuplicated(input.poison, DeadRows(spool / "dead"));
+            LostAndDuplicated(input.poison, fwdsink::test::DeadRows(spool / "dead"));
         CHECK(lost == 0);
         CHECK(dup == 0);
         CHECK(dead_lost == 0);

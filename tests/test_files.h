@@ -52,6 +52,17 @@ inline std::vector<std::string> ReadLines(const std::filesystem::path& path) {
   return lines;
 }
 
+// Returns the rows of every dead letter's .ndjson file in `dead` (a spool's dead/), in
+// directory order.
+inline std::vector<std::string> DeadRows(const std::filesystem::path& dead) {
+  std::vector<std::string> rows;
+  for (const auto& e : std::filesystem::directory_iterator(dead)) {
+    if (e.path().extension() != ".ndjson") continue;
+    for (auto& r : ReadLines(e.path())) rows.push_back(std::move(r));
+  }
+  return rows;
+}
+
 // Returns the names of the entries directly in `dir`, sorted, so that tests can compare
 // folder contents with a literal list.
 inline std::vector<std::string> FileNames(const std::filesystem::path& dir) {
