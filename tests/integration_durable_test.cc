@@ -84,7 +84,9 @@ std::string RunUnwritable(const fs::path& dir, const fs::path& spool, const Cent
   REQUIRE(d.started());
   std::this_thread::sleep_for(run);
   d.Signal(SIGTERM);
-  REQUIRE(d.Wait(kRunTimeout) == std::optional<int>(0));
+  const auto code = d.Wait(kRunTimeout);
+  INFO("daemon stderr:\n" << d.err());
+  REQUIRE(code == std::optional<int>(0));
   return d.err();
 }
 

@@ -20,8 +20,15 @@ namespace {
 
 namespace fs = std::filesystem;
 
+// A forward.pacing event, and its JSON line made while the event's views were valid
+// (an Event views into its sink: it is read in the callback, not after).
+struct Seen {
+  fwdsink::Event event;
+  std::string json;
+};
+
 // The forward.pacing events of one single-chunk partition answered 200 with `headers`.
-std::vector<fwdsink::Event> PacingEvents(const std::string& tag, httplib::Headers headers) {
+std::vector<Seen> PacingEvents(const std::string& tag, httplib::Headers headers) {
   fwdsink_test::ScriptedServer server;
   server.Then(200, std::move(headers));
   const fs::path dir = fs::path(FWDSINK_TEST_TMP) / ("pacing_event_" + tag);
@@ -32,11 +39,11 @@ std::vector<fwdsink::Event> PacingEvents(const std::string& tag, httplib::Header
   o.url = server.url();
   o.compression = fwdsink::Compression::kIdentity;
   std::mutex mu;
-  std::vector<fwdsink::Event> events;
+  std::vector<Seen> events;
   fwdsink::ForwardDeps deps;
   deps.on_event = [&](const fwdsink::Event& e) {
     std::lock_guard lock(mu);
-    if (e.name == fwdsink::events::kForwardPacing) events.push_back(e);
+    if (e.name == fwdsink::events::kForwardPacing) events.push_back({e, fwdsink::ToJson(e)});
   };
   auto sink = fwdsink::ForwardSink::Create(std::move(o), std::move(deps));
   REQUIRE(sink.ok());
@@ -54,10 +61,10 @@ TEST_CASE("ForwardPacingReportsOneRequestAMinuteAsSuch") {
       "minute",
       {{"X-RateLimit-Limit", "5000"}, {"X-RateLimit-Remaining", "0"}, {"X-RateLimit-Reset", "60"}});
   REQUIRE(events.size() == 1);
-  CHECK(events.front().reason == "advertised");
-  CHECK(events.front().request_interval_ms == 60000);
-  CHECK(events.front().rate_requests_per_s == 1);  // rounded up, as before
-  const std::string json = fwdsink::ToJson(events.front());
+  CHECK(events.front().event.reason == "advertised");
+  CHECK(events.front().event.request_interval_ms == 60000);
+  CHECK(events.front().event.rate_requests_per_s == 1);  // rounded up, as before
+  const std::string& json = events.front().json;
   CHECK(json.find("\"request_interval_ms\":60000") != std::string::npos);
 }
 
@@ -67,6 +74,6 @@ TEST_CASE("ForwardPacingReportsOneRequestASecondForResetZero") {
       "second",
       {{"X-RateLimit-Limit", "5000"}, {"X-RateLimit-Remaining", "0"}, {"X-RateLimit-Reset", "0"}});
   REQUIRE(events.size() == 1);
-  CHECK(events.front().request_interval_ms == 1000);
-  CHECK(events.front().rate_requests_per_s == 1);
+  CHECK(events.front().event.request_interval_ms == 1000);
+  CHECK(events.front().event.rate_requests_per_s == 1);
 }
