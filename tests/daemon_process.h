@@ -114,4 +114,14 @@ class DaemonProcess {
   std::optional<int> code_;
 };
 
+// The number from `"<key>":N` in the daemon's exit line (-1 when absent).
+inline long long ExitCounter(const std::string& log, const std::string& key) {
+  const auto exit_at = log.rfind("\"event\":\"daemon.exit\"");
+  if (exit_at == std::string::npos) return -1;
+  const std::string needle = "\"" + key + "\":";
+  const auto at = log.find(needle, exit_at);
+  if (at == std::string::npos) return -1;
+  return std::stoll(log.substr(at + needle.size()));
+}
+
 }  // namespace fwdsink::test

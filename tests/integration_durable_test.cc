@@ -27,21 +27,12 @@ namespace {
 namespace fs = std::filesystem;
 using fwdsink::test::CentralProcess;
 using fwdsink::test::DaemonProcess;
+using fwdsink::test::ExitCounter;
 using fwdsink::test::ReadLines;
 using namespace std::chrono_literals;
 
 constexpr auto kRunTimeout = 20s;
 constexpr std::size_t kRows = 300;
-
-// The number from `"<key>":N` in the daemon's exit line (-1 when absent).
-long long ExitCounter(const std::string& log, const std::string& key) {
-  const auto exit_at = log.rfind("\"event\":\"daemon.exit\"");
-  if (exit_at == std::string::npos) return -1;
-  const std::string needle = "\"" + key + "\":";
-  const auto at = log.find(needle, exit_at);
-  if (at == std::string::npos) return -1;
-  return std::stoll(log.substr(at + needle.size()));
-}
 
 struct Input {
   std::vector<std::string> good, poison;

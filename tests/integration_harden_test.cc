@@ -29,6 +29,7 @@ namespace {
 namespace fs = std::filesystem;
 using fwdsink::test::CentralProcess;
 using fwdsink::test::DaemonProcess;
+using fwdsink::test::ExitCounter;
 using fwdsink::test::HostileServer;
 using fwdsink::test::ReadFile;
 using fwdsink::test::ReadLines;
@@ -66,16 +67,6 @@ std::size_t EventCount(const std::string& log, const std::string& event) {
 
 std::string Url(const CentralProcess& c) {
   return "http://127.0.0.1:" + std::to_string(c.port()) + "/ingest";
-}
-
-// The number from `"<key>":N` in the daemon's exit line (-1 when absent).
-long long ExitCounter(const std::string& log, const std::string& key) {
-  const auto exit_at = log.rfind("\"event\":\"daemon.exit\"");
-  if (exit_at == std::string::npos) return -1;
-  const std::string needle = "\"" + key + "\":";
-  const auto at = log.find(needle, exit_at);
-  if (at == std::string::npos) return -1;
-  return std::stoll(log.substr(at + needle.size()));
 }
 
 // The times (ms, from each line's "ts") of the log lines whose event is `event`.
