@@ -23,10 +23,12 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -56,8 +58,17 @@ class DaemonProcess {
                                      O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_addopen(&actions, STDERR_FILENO, err_path_.c_str(),
                                      O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    // An entry of `extra_env` replaces the inherited one of the same name: the child's
+    // getenv() finds the first, so appending would leave the test's own value in force
+    // (scripts/test.sh exports ASAN_OPTIONS under --sanitize).
+    auto name_of = [](std::string_view entry) { return entry.substr(0, entry.find('=') + 1); };
     std::vector<char*> envp;
-    for (char** e = environ; *e; ++e) envp.push_back(*e);
+    for (char** e = environ; *e; ++e) {
+      const bool replaced = std::any_of(extra_env.begin(), extra_env.end(), [&](const std::string& x) {
+        return name_of(x) == name_of(*e);
+      });
+      if (!replaced) envp.push_back(*e);
+    }
     for (auto& e : extra_env) envp.push_back(e.data());
     envp.push_back(nullptr);
     pid_t pid = -1;
