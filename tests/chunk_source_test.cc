@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "chunk_source.h"
+#include "engine/chunk_source.h"
 #include "test_files.h"
 
 using fwdsink::ChunkBuffers;

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "fwdsink/codec.h"
-#include "zstd_decode.h"
+#include "io/zstd_decode.h"
 
 namespace {
 

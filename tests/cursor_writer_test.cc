@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "cursor_writer.h"
+#include "spool/cursor_writer.h"
 #include "test_files.h"
 
 using fwdsink::test::FreshDir;

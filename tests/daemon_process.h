@@ -64,9 +64,9 @@ class DaemonProcess {
     auto name_of = [](std::string_view entry) { return entry.substr(0, entry.find('=') + 1); };
     std::vector<char*> envp;
     for (char** e = environ; *e; ++e) {
-      const bool replaced = std::any_of(extra_env.begin(), extra_env.end(), [&](const std::string& x) {
-        return name_of(x) == name_of(*e);
-      });
+      const bool replaced =
+          std::any_of(extra_env.begin(), extra_env.end(),
+                      [&](const std::string& x) { return name_of(x) == name_of(*e); });
       if (!replaced) envp.push_back(*e);
     }
     for (auto& e : extra_env) envp.push_back(e.data());

@@ -8,10 +8,10 @@
 #include <string_view>
 #include <vector>
 
-#include "verdict.h"
+#include "engine/verdict.h"
 
 using fwdsink::Action;
-using fwdsink::Attempt;
+using fwdsink::Answer;
 using fwdsink::Classify;
 using fwdsink::ClickHouseClass;
 using fwdsink::EngineProfile;
@@ -37,13 +37,13 @@ constexpr std::string_view kTooManyParts23 =
 
 const ResponseRules kClickHouse{.profile = EngineProfile::kClickHouse};
 
-Attempt Http(int status, std::string_view body = {}, std::uint64_t rows = 1) {
+Answer Http(int status, std::string_view body = {}, std::uint64_t rows = 1) {
   return {.status = status, .body_prefix = body, .rows = rows};
 }
 
 struct Row {
   std::string name;
-  Attempt attempt;
+  Answer attempt;
   Action action;
   std::string reason;
   RetryCause cause = RetryCause::kBackpressure;
@@ -84,10 +84,10 @@ TEST_CASE("LookUpClickHouseCode: the numbers of ClickHouse's ErrorCodes.cpp") {
 }
 
 TEST_CASE("--profile clickhouse: the verdict table") {
-  Attempt header_only = Http(500, "", 4);
+  Answer header_only = Http(500, "", 4);
   header_only.clickhouse_exception_code = "252";
-  Attempt basic_401 = Http(401, "Code: 193, e.displayText() = DB::Exception: Wrong password");
-  Attempt bearer_401 = basic_401;
+  Answer basic_401 = Http(401, "Code: 193, e.displayText() = DB::Exception: Wrong password");
+  Answer bearer_401 = basic_401;
   bearer_401.has_token_provider = true;
   const std::vector<Row> rows = {
       {"18.16 parse error, many rows: split", Http(500, kParse18, 8), Action::kSplit,

@@ -6,7 +6,7 @@
 #include <filesystem>
 #include <string>
 
-#include "file_reader.h"
+#include "io/file_reader.h"
 #include "test_files.h"
 
 namespace fs = std::filesystem;

@@ -11,9 +11,9 @@
 #include "fake_clock.h"
 #include "fwdsink/codec.h"
 #include "fwdsink/forward_sink.h"
+#include "io/zstd_decode.h"
 #include "scripted_server.h"
 #include "test_files.h"
-#include "zstd_decode.h"
 
 using namespace std::chrono_literals;
 using fwdsink::Outcome;

@@ -8,15 +8,15 @@
 #include <cstdio>
 #include <string>
 
+#include "engine/verdict.h"
 #include "fwdsink/http_header.h"
-#include "spool_io.h"
-#include "spool_records.h"
-#include "verdict.h"
+#include "spool/spool_io.h"
+#include "spool/spool_records.h"
 
 namespace {
 
 using fwdsink::Action;
-using fwdsink::Attempt;
+using fwdsink::Answer;
 using fwdsink::Classify;
 using fwdsink::RespoolReason;
 using fwdsink::ValidateHeaderName;
@@ -56,7 +56,7 @@ TEST_CASE("ValidateHeaderName accepts tokens only") {
 TEST_CASE("A refused single row is poison only when the data is the cause") {
   const auto single = [](int status, bool json, bool acked) {
     return Classify(
-        Attempt{.status = status, .rows = 1, .row_is_json = json, .split_tree_acked = acked});
+        Answer{.status = status, .rows = 1, .row_is_json = json, .split_tree_acked = acked});
   };
   SUBCASE("well-formed, nothing of its request accepted: the request is refused") {
     for (int status : {400, 422}) {
@@ -78,8 +78,7 @@ TEST_CASE("A refused single row is poison only when the data is the cause") {
     CHECK(single(413, true, false).action == Action::kPoison);
   }
   SUBCASE("two rows or more still split") {
-    CHECK(Classify(Attempt{.status = 400, .rows = 2, .row_is_json = true}).action ==
-          Action::kSplit);
+    CHECK(Classify(Answer{.status = 400, .rows = 2, .row_is_json = true}).action == Action::kSplit);
   }
 }
 

@@ -15,7 +15,7 @@
 #include <string>
 #include <thread>
 
-#include "cursor_writer.h"
+#include "spool/cursor_writer.h"
 #include "test_files.h"
 
 namespace {

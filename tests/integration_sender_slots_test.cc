@@ -14,11 +14,11 @@
 #include <thread>
 #include <vector>
 
+#include "driver/sender_slots.h"
 #include "fake_clock.h"
 #include "fwdsink/driver.h"
 #include "it_support.h"
 #include "scripted_server.h"
-#include "sender_slots.h"
 #include "test_files.h"
 
 using namespace std::chrono_literals;

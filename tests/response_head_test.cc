@@ -7,8 +7,8 @@
 #include <string>
 #include <string_view>
 
-#include "response_head.h"
-#include "verdict.h"
+#include "engine/verdict.h"
+#include "io/response_head.h"
 
 using fwdsink::internal::kMaxResponseHeadBytes;
 using fwdsink::internal::ResponseHeadScanner;
@@ -140,9 +140,9 @@ TEST_CASE("ResponseHeadsJustUnderTheLimitAreAccepted") {
 
 // What the sink makes of it: a transport error, retried in place on the ladder.
 TEST_CASE("HeadersTooLargeIsATransportErrorRetriedOnTheLadder") {
-  const fwdsink::Attempt a{.error = fwdsink::TransportError::kHeadersTooLarge,
-                           .error_message = "more than 64 KiB of response headers",
-                           .rows = 4};
+  const fwdsink::Answer a{.error = fwdsink::TransportError::kHeadersTooLarge,
+                          .error_message = "more than 64 KiB of response headers",
+                          .rows = 4};
   const fwdsink::Verdict v = fwdsink::Classify(a);
   CHECK(v.action == fwdsink::Action::kRetryInPlace);
   CHECK(v.retry_cause == fwdsink::RetryCause::kTransport);

@@ -10,7 +10,7 @@
 #include <thread>
 #include <vector>
 
-#include "single_slot_worker.h"
+#include "io/single_slot_worker.h"
 
 namespace {
 

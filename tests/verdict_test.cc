@@ -8,11 +8,11 @@
 #include <string_view>
 #include <vector>
 
-#include "verdict.h"
+#include "engine/verdict.h"
 
 using namespace std::chrono_literals;
 using fwdsink::Action;
-using fwdsink::Attempt;
+using fwdsink::Answer;
 using fwdsink::Classify;
 using fwdsink::RespoolReason;
 using fwdsink::RetryCause;
@@ -30,7 +30,7 @@ constexpr std::string_view kReasonBody = R"({"error":"x","details":{"reason":"by
 // One row: what came back, and the verdict expected for it.
 struct Row {
   std::string name;
-  Attempt attempt;
+  Answer attempt;
   Action action;
   int status = 0;
   std::string reason{};
@@ -42,24 +42,24 @@ struct Row {
   std::string message{};  // checked when not empty
 };
 
-Attempt Http(int status, std::string_view body = {}, std::uint64_t rows = 1) {
+Answer Http(int status, std::string_view body = {}, std::uint64_t rows = 1) {
   return {.status = status, .body_prefix = body, .rows = rows, .now = kNow};
 }
 
-Attempt Throttled(int status, std::optional<std::string_view> retry_after) {
-  Attempt a = Http(status, kReasonBody, 4);
+Answer Throttled(int status, std::optional<std::string_view> retry_after) {
+  Answer a = Http(status, kReasonBody, 4);
   a.retry_after = retry_after;
   return a;
 }
 
-Attempt Unauthorized(bool provider, bool tried, std::string_view body = {}) {
-  Attempt a = Http(401, body, 4);
+Answer Unauthorized(bool provider, bool tried, std::string_view body = {}) {
+  Answer a = Http(401, body, 4);
   a.has_token_provider = provider;
   a.token_refresh_tried = tried;
   return a;
 }
 
-Attempt Broken(TransportError e) {
+Answer Broken(TransportError e) {
   return {.error = e, .error_message = "it broke", .rows = 4, .now = kNow};
 }
 
@@ -177,7 +177,7 @@ std::vector<Row> ServerAndClientRows() {
                     "http_" + std::to_string(status), std::nullopt, RetryCause::kServer});
   }
   // A Retry-After on another 5xx is not ours to honour: the ladder decides.
-  Attempt with_header = Http(500);
+  Answer with_header = Http(500);
   with_header.retry_after = "5";
   rows.push_back({"500 with Retry-After", with_header, Action::kRetryInPlace, 500, "http_500",
                   std::nullopt, RetryCause::kServer});
@@ -277,13 +277,13 @@ TEST_CASE("VerdictTable") {
 }
 
 TEST_CASE("VerdictIsPureTheSameAttemptGetsTheSameVerdict") {
-  const Attempt a = Throttled(429, "Thu, 01 Jan 2026 00:00:10 GMT");
+  const Answer a = Throttled(429, "Thu, 01 Jan 2026 00:00:10 GMT");
   const auto first = Classify(a);
   const auto second = Classify(a);
   CHECK(first.retry_after == second.retry_after);
   CHECK(first.reason == second.reason);
   SUBCASE("twin: a later `now` shortens an HTTP-date, and only through `now`") {
-    Attempt later = a;
+    Answer later = a;
     later.now = kNow + 4s;
     CHECK(Classify(later).retry_after == 6s);
   }

@@ -9,7 +9,7 @@
 #include <string>
 #include <string_view>
 
-#include "response_head.h"
+#include "io/response_head.h"
 
 namespace {
 

@@ -15,7 +15,7 @@
 
 namespace fwdsink {
 namespace internal {
-class FileReader;  // sink/src/file_reader.h
+class FileReader;  // sink/src/io/file_reader.h
 }  // namespace internal
 
 // Sizes of a chunk and of one line. A line's length counts its terminating '\n'.

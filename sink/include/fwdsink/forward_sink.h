@@ -204,6 +204,26 @@ struct PoisonedChunk {
 // kPoisoned with the cursor before the chunk. @ref LLP 0014#core
 using PoisonCallback = std::function<bool(const PoisonedChunk&)>;
 
+// One answered request, told to ForwardDeps::on_attempt where it is classified, before
+// anything is done about it (the concurrency limit and the driver's round-trip samples
+// learn from it there, not from counters or event names). @ref LLP 0018#signals
+struct AttemptRecord {
+  enum class Kind {
+    kAccepted,  // a 2xx: the chunk is acknowledged
+    kRefused,   // a 429/503, retried in place
+    kFailed,    // a transport error, another 5xx or a retried status, retried in place
+    kOther,     // anything else (a split, a poison, a respool, a stop, a token refresh)
+  };
+  std::size_t endpoint = 0;  // the endpoint it went to (0: the primary)
+  Kind kind = Kind::kOther;
+  int status = 0;  // the HTTP status decided on (0: a transport error)
+  // This chunk's attempts so far waited (gate, pacer, backoff) or were refused: a round
+  // trip that includes them measures the waits, not the path.
+  bool pushed_back = false;
+  std::chrono::microseconds round_trip{0};  // Post() to its answer
+};
+using AttemptObserver = std::function<void(const AttemptRecord&)>;
+
 // Injected collaborators; everything defaults to the real thing.
 //
 // Lifetimes: the objects `time` and `sleeper` point to are not owned, and must
@@ -232,6 +252,8 @@ struct ForwardDeps {
   // Request latency (Post start to verdict input), shared like the gate; default: none
   // (not recorded). @ref LLP 0025#metrics
   std::shared_ptr<LatencyHistogram> latency;
+  // Told of every answered request, on the sending thread; default: nobody.
+  AttemptObserver on_attempt;
 };
 
 // Streams partitions to one endpoint, or to the one in use of a primary and its
@@ -289,7 +311,7 @@ class ForwardSink {
 
  private:
   struct Impl;  // the transport, encoder, chunk buffers, read-ahead worker, token, state
-  class Call;   // one ForwardPartition call: the effects of each verdict
+  class Call;   // one ForwardPartition call: chunks, their attempts, their conclusions
   explicit ForwardSink(std::unique_ptr<Impl> impl);
 
   std::unique_ptr<Impl> impl_;

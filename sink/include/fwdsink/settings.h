@@ -71,15 +71,9 @@ enum class LogMode {
   kJson,      // log_json
   kProgress,  // progress
 };
-// The least severe JSON log line written (log_level). @ref LLP 0024#log-level
-enum class LogLevel { kDebug, kInfo, kWarn, kError };
+// LogLevel and EventLevel() are telemetry.h's (the events' list gives the levels).
 [[nodiscard]] std::string_view to_string(LogLevel level);
 [[nodiscard]] std::optional<LogLevel> ParseLogLevel(std::string_view text);
-// Returns the level of an event of the fwdsink::events catalogue (telemetry.h): error
-// when data or the service is at stake and a person must act, warn when something was
-// given back or repaired, info for progress and lifecycle, debug for the routine waits.
-// An unknown name is info. @ref LLP 0024#log-level
-[[nodiscard]] LogLevel EventLevel(std::string_view event);
 
 // The request files named by the settings, read by LoadRequestSecrets() (at start, and
 // again on the daemon's SIGHUP). @ref LLP 0017#request-options

@@ -15,161 +15,200 @@
 
 namespace fwdsink {
 
-// Event names: stable strings an operator can alert on, declared once here. Every
-// event carries `event` (the name); the sink's and the driver's events also carry
-// `label`, and the sink's `partition`. The fields each one adds are listed, as
-// emitted by sink/src/forward_sink.cc, sink/src/driver.cc and examples/fwdsink/forward.cc
-// (when `begin` or `end` is listed, both are rendered). The daemon's JSON log puts
-// `ts` (RFC 3339, UTC, milliseconds) first on every line, then `level` (debug, info,
-// warn or error: fwdsink::EventLevel() in fwdsink/settings.h gives each event's; a new
-// event gets a row there). @ref LLP 0015#events
+// The least severe JSON log line written (log_level), and each event's: error when data
+// or the service is at stake and a person must act, warn when something was given back
+// or repaired, info for progress and lifecycle, debug for the routine waits.
+// @ref LLP 0024#log-level
+enum class LogLevel { kDebug, kInfo, kWarn, kError };
+
+// ---- Events, declared once.
+//
+// Event names: stable strings an operator can alert on. Every event carries `event`
+// (the name); the sink's and the driver's events also carry `label`, and the sink's
+// `partition`. The fields each one adds are listed in its row, as emitted by the engine
+// (sink/src/engine/), the driver (sink/src/driver/driver.cc) and the daemon
+// (examples/fwdsink/forward.cc); when `begin` or `end` is listed, both are rendered. The
+// daemon's JSON log puts `ts` (RFC 3339, UTC, milliseconds) first on every line, then
+// `level`. EVENT(constant, name, level) is one row; the list generates the constants
+// (fwdsink::events::k*), the catalogue (kEventCatalogue) and the levels (EventLevel()):
+// a new event is one row here. @ref LLP 0015#events
+#define FWDSINK_EVENTS(EVENT)                                                        \
+  /* A 429/503 (or a transport error / other 5xx) and the wait chosen. Fields:       \
+     partition, key, status (0 for a transport error), reason, attempt, wait_ms,     \
+     wait_source, retry_after (raw header, if any), begin, end, message (transport   \
+     error text). */                                                                 \
+  EVENT(kForwardBackpressure, "forward.backpressure", kInfo)                         \
+  /* Waiting on the endpoint's shared gate that another sender closed. Fields:       \
+     partition, key, reason, attempt, wait_ms, wait_source="gate", begin, end,       \
+     message. */                                                                     \
+  EVENT(kForwardGateWait, "forward.gate_wait", kDebug)                               \
+  /* The next wait would pass the inline budget. Fields: partition, key, status,     \
+     reason, attempt, wait_ms (the wait not taken), begin, end, message. */          \
+  EVENT(kForwardGiveUp, "forward.give_up", kWarn)                                    \
+  /* The partition is given back for a later tick. Fields: partition, key (absent    \
+     for cursor_not_saved), status (absent for cursor_not_saved), reason (the        \
+     respool reason after a give-up or "cursor_not_saved"; the server's reason or    \
+     "http_NNN" after an unexpected status), end (the resume offset), message. */    \
+  EVENT(kForwardRespool, "forward.respool", kWarn)                                   \
+  /* A chunk the server refuses as malformed (400/422/413 on a single row). Fields:  \
+     partition, key, status, reason, begin, end, message. */                         \
+  EVENT(kForwardPoison, "forward.poison", kWarn)                                     \
+  /* A chunk was split in two (413, or 400/422 to isolate a row). Fields:            \
+     partition, key, status, reason, begin, end, message. */                         \
+  EVENT(kForwardSplit, "forward.split", kInfo)                                       \
+  /* A 401 made the sink ask for a fresh token. Fields: partition, key, status,      \
+     reason, message. */                                                             \
+  EVENT(kForwardAuthRefresh, "forward.auth_refresh", kInfo)                          \
+  /* A second 401 after a refresh (or none to be had). Fields: partition, key,       \
+     status, reason, message. */                                                     \
+  EVENT(kForwardAuthFailed, "forward.auth_failed", kError)                           \
+  /* TLS handshake/verification failed: nothing was sent. Fields: partition, key,    \
+     reason="tls", message. */                                                       \
+  EVENT(kForwardTlsError, "forward.tls_error", kError)                               \
+  /* A partition was delivered to its end. Fields: partition, end, message. */       \
+  EVENT(kForwardDelivered, "forward.delivered", kInfo)                               \
+  /* Close() cut a pause or a request short. Fields: partition, end (the cursor),    \
+     message. */                                                                     \
+  EVENT(kForwardAborted, "forward.aborted", kInfo)                                   \
+  /* Anything else: the partition unreadable or torn (reason from the chunker,       \
+     begin = the offset concerned) or a chunk that could not be encoded (key,        \
+     reason="encode_failed"). Fields: partition, key, reason, begin, message. */     \
+  EVENT(kForwardError, "forward.error", kError)                                      \
+  /* The endpoint pacer made a sender wait at least a second before a request        \
+     (shorter pacing waits are counted, not logged: at the limit there is one per    \
+     request). Fields: partition, key, attempt, wait_ms, wait_source="pacer",        \
+     reason (the pace source: "learned" | "advertised"), begin, end, message. */     \
+  EVENT(kForwardPaceWait, "forward.pace_wait", kDebug)                               \
+  /* The pacing rate changed source, or moved by a quarter or more since last        \
+     reported. Fields: partition, reason (the source: "none" | "learned" |           \
+     "advertised"), rate_bytes_per_s, rate_requests_per_s (0: no limit in that       \
+     dimension; rounded up), request_interval_ms (the request rate exactly: 60000    \
+     for one a minute), message. */                                                  \
+  EVENT(kForwardPacing, "forward.pacing", kInfo)                                     \
+  /* The server refused the request, not the data: a single well-formed row refused  \
+     with nothing of its request accepted, or a bisection past its request bound.    \
+     The partition is respooled (never dead-lettered). Fields: partition, key,       \
+     status, reason (the server's), begin, end, message (names the status and the    \
+     server's reason). @ref LLP 0023#request-level-refusals */                       \
+  EVENT(kForwardRequestRefused, "forward.request_refused", kWarn)                    \
+  /* A cursor record was torn or invalid: the partition resumes from 0 under the     \
+     same keys. Fields: partition, reason="cursor_corrupt", message. */              \
+  EVENT(kDriverCursorCorrupt, "driver.cursor_corrupt", kWarn)                        \
+  /* Rows were moved to dead/: poisoned rows (status, begin, end) or a torn          \
+     partition's tail (begin = from offset). Fields: partition, status, reason,      \
+     begin, end, message. */                                                         \
+  EVENT(kDriverDeadLetter, "driver.dead_letter", kError)                             \
+  /* A partition failed past the horizon and was moved to dead/ whole. Fields:       \
+     partition, status, reason, begin (from offset), message. */                     \
+  EVENT(kDriverHorizonGiveUp, "driver.horizon_give_up", kError)                      \
+  /* The spool refused an operation. Fields: partition (absent for list_ready),      \
+     reason (the operation: list_ready, cursor_unreadable, cursor_save,              \
+     mark_delivered, dead_purge, read_poison, dead_letter), begin and end            \
+     (read_poison only), message. */                                                 \
+  EVENT(kDriverSpoolError, "driver.spool_error", kError)                             \
+  /* The server refuses our configuration (a ClickHouse unknown table, unknown       \
+     setting, unsupported encoding, wrong credentials): the partition stops, the     \
+     tick stops. Fields: partition, key, status, reason (the engine's code name),    \
+     message (what and the server's words). @ref LLP 0017#config-errors */           \
+  EVENT(kForwardConfigError, "forward.config_error", kError)                         \
+  /* Every request of a pass failed the same permanent way (404, 405, 415, a config  \
+     code): said once per pass. Fields: status, reason, message (the server's        \
+     words). @ref LLP 0017#permanent-errors */                                       \
+  EVENT(kDriverPermanentError, "driver.permanent_error", kError)                     \
+  /* An entry of ready/ that is not a partition we may send (a symlink, a hard       \
+     link, a FIFO, a device, a folder, a name outside the allowed set) was moved to  \
+     SPOOL/quarantine/. Reported once per entry. Fields: reason (symlink,            \
+     hard_link, not_regular, bad_name), message (the entry's name, escaped, and      \
+     where it went). @ref LLP 0023#spool */                                          \
+  EVENT(kDriverQuarantine, "driver.quarantine", kWarn)                               \
+  /* A spool folder had vanished and was recreated. Fields: reason                   \
+     ("folder_missing"), message (the folder). */                                    \
+  EVENT(kDriverSpoolRepaired, "driver.spool_repaired", kWarn)                        \
+  /* A delivered partition changed after it was opened (it grew, or was rewritten):  \
+     it is not removed. Fields: partition, reason ("grew" | "changed"), begin (what  \
+     was sent), end (its size now), message. */                                      \
+  EVENT(kDriverHandoverChanged, "driver.handover_changed", kWarn)                    \
+  /* The daemon started. Fields: pid, mode ("once" | "run"), spool, url, metrics     \
+     (the --metrics-listen address as bound, when set). */                           \
+  EVENT(kDaemonStart, "daemon.start", kInfo)                                         \
+  /* Periodic counters and progress from the daemon. Fields: label,                  \
+     partitions_left, rows_per_s, bytes_per_s, counters (the sink's,                 \
+     FWDSINK_SINK_COUNTERS), driver (the driver's, FWDSINK_DRIVER_COUNTERS), spool   \
+     (ready_partitions, ready_bytes, oldest_ready_age_s, dead_letters, dead_bytes,   \
+     max_dead_bytes, max_dead_age_s: the spool against its caps, @ref LLP            \
+     0025#caps). */                                                                  \
+  EVENT(kDaemonStats, "daemon.stats", kInfo)                                         \
+  /* The daemon is exiting. Fields: those of daemon.stats (rates 0), exit_code, why  \
+     ("once" | "signal"), signal (the signal number, when one stopped it). */        \
+  EVENT(kDaemonExit, "daemon.exit", kInfo)                                           \
+  /* The endpoint in use was left for the next one (several --url). Fields:          \
+     partition, key, endpoint (the one left), status, reason ("failures" | "hold"),  \
+     wait_ms (the wait not taken there), message (names both endpoints). @ref LLP    \
+     0019#leave */                                                                   \
+  EVENT(kForwardFailover, "forward.failover", kWarn)                                 \
+  /* A probe of the primary got a 2xx: the primary is in use again. Fields:          \
+     partition, key, endpoint (the primary), message. @ref LLP 0019#failback */      \
+  EVENT(kForwardFailback, "forward.failback", kInfo)                                 \
+  /* A probe of the primary failed: the fallback stays in use, the chunk goes on to  \
+     it. Fields: partition, key, endpoint (the primary), status, reason, message. */ \
+  EVENT(kForwardProbeFailed, "forward.probe_failed", kWarn)                          \
+  /* The concurrency limit fell (a 429/503, a transport error or a rising round      \
+     trip), or rose to its ceiling (rises below it are only counted). Fields:        \
+     reason ("backpressure" | "error" | "rtt_rising" | "latency_bound"), begin (the  \
+     limit before), end (the limit after), message. @ref LLP 0018#visible */         \
+  EVENT(kDriverConcurrency, "driver.concurrency", kInfo)                             \
+  /* SIGHUP was handled: the log file reopened, the header, Basic-auth and token     \
+     files re-read and handed to the senders (taken before their next chunk).        \
+     Fields: signal, reloaded (what: "log_file", "credentials"). @ref LLP            \
+     0024#reload */                                                                  \
+  EVENT(kDaemonReload, "daemon.reload", kInfo)                                       \
+  /* SIGHUP could not reload something; the old log file or credentials stay in      \
+     use. Fields: signal, reloaded (what did reload), message (what failed; never a  \
+     secret). */                                                                     \
+  EVENT(kDaemonReloadFailed, "daemon.reload_failed", kError)                         \
+  /* At start: FWDSINK_* variables in the environment that are not settings          \
+     (ignored), named in one event. Fields: variables (their names), message. @ref   \
+     LLP 0024#environment */                                                         \
+  EVENT(kDaemonUnknownEnvironment, "daemon.unknown_environment", kWarn)              \
+  /* A dead letter was deleted by a cap (--max-dead-bytes / --max-dead-age), oldest  \
+     first. Fields: partition (the dead letter's partition), reason                  \
+     ("max_dead_bytes" | "max_dead_age"), begin, end (its byte range), message (the  \
+     dead name, its size and age). @ref LLP 0025#caps */                             \
+  EVENT(kDriverDeadPurged, "driver.dead_purged", kWarn)                              \
+  /* SpoolWriter (when_full = drop_oldest) deleted the oldest ready partition to     \
+     make room under max_ready_bytes. Fields: partition, reason="max_ready_bytes",   \
+     end (its size), message. @ref LLP 0025#caps */                                  \
+  EVENT(kWriterDropOldest, "writer.drop_oldest", kWarn)                              \
+  /* SpoolWriter (when_full = block) waited for room under max_ready_bytes. Fields:  \
+     partition (the one being sealed), reason ("full" when it starts waiting,        \
+     "timeout" when it gives up), wait_ms (waited so far), message. @ref LLP         \
+     0025#caps */                                                                    \
+  EVENT(kWriterFull, "writer.full", kWarn)                                           \
+  /* The C API's periodic counters (fwdsink_conf_set_stats_cb). Fields: label,       \
+     partitions_left, counters (FWDSINK_SINK_COUNTERS), driver                       \
+     (FWDSINK_DRIVER_COUNTERS). @ref LLP 0026#callbacks */                           \
+  EVENT(kApiStats, "api.stats", kInfo)
+
 namespace events {
-// A 429/503 (or a transport error / other 5xx) and the wait chosen.
-// Fields: partition, key, status (0 for a transport error), reason, attempt, wait_ms,
-// wait_source, retry_after (raw header, if any), begin, end, message (transport error
-// text).
-inline constexpr std::string_view kForwardBackpressure = "forward.backpressure";
-// Waiting on the endpoint's shared gate that another sender closed.
-// Fields: partition, key, reason, attempt, wait_ms, wait_source="gate", begin, end,
-// message.
-inline constexpr std::string_view kForwardGateWait = "forward.gate_wait";
-// The next wait would pass the inline budget. Fields: partition, key, status, reason,
-// attempt, wait_ms (the wait not taken), begin, end, message.
-inline constexpr std::string_view kForwardGiveUp = "forward.give_up";
-// The partition is given back for a later tick. Fields: partition, key (absent for
-// cursor_not_saved), status (absent for cursor_not_saved), reason (the respool reason
-// after a give-up or "cursor_not_saved"; the server's reason or "http_NNN" after an
-// unexpected status), end (the resume offset), message.
-inline constexpr std::string_view kForwardRespool = "forward.respool";
-// A chunk the server refuses as malformed (400/422/413 on a single row).
-// Fields: partition, key, status, reason, begin, end, message.
-inline constexpr std::string_view kForwardPoison = "forward.poison";
-// A chunk was split in two (413, or 400/422 to isolate a row).
-// Fields: partition, key, status, reason, begin, end, message.
-inline constexpr std::string_view kForwardSplit = "forward.split";
-// A 401 made the sink ask for a fresh token. Fields: partition, key, status, reason,
-// message.
-inline constexpr std::string_view kForwardAuthRefresh = "forward.auth_refresh";
-// A second 401 after a refresh (or none to be had). Fields: partition, key, status,
-// reason, message.
-inline constexpr std::string_view kForwardAuthFailed = "forward.auth_failed";
-// TLS handshake/verification failed: nothing was sent. Fields: partition, key,
-// reason="tls", message.
-inline constexpr std::string_view kForwardTlsError = "forward.tls_error";
-// A partition was delivered to its end. Fields: partition, end, message.
-inline constexpr std::string_view kForwardDelivered = "forward.delivered";
-// Close() cut a pause or a request short. Fields: partition, end (the cursor), message.
-inline constexpr std::string_view kForwardAborted = "forward.aborted";
-// Anything else: the partition unreadable or torn (reason from the chunker, begin = the
-// offset concerned) or a chunk that could not be encoded (key, reason="encode_failed").
-// Fields: partition, key, reason, begin, message.
-inline constexpr std::string_view kForwardError = "forward.error";
-// The endpoint pacer made a sender wait at least a second before a request (shorter
-// pacing waits are counted, not logged: at the limit there is one per request).
-// Fields: partition, key, attempt, wait_ms, wait_source="pacer", reason (the pace
-// source: "learned" | "advertised"), begin, end, message.
-inline constexpr std::string_view kForwardPaceWait = "forward.pace_wait";
-// The pacing rate changed source, or moved by a quarter or more since last reported.
-// Fields: partition, reason (the source: "none" | "learned" | "advertised"),
-// rate_bytes_per_s, rate_requests_per_s (0: no limit in that dimension; rounded up),
-// request_interval_ms (the request rate exactly: 60000 for one a minute), message.
-inline constexpr std::string_view kForwardPacing = "forward.pacing";
-// The server refused the request, not the data: a single well-formed row refused with
-// nothing of its request accepted, or a bisection past its request bound. The partition
-// is respooled (never dead-lettered). Fields: partition, key, status, reason (the
-// server's), begin, end, message (names the status and the server's reason).
-// @ref LLP 0023#request-level-refusals
-inline constexpr std::string_view kForwardRequestRefused = "forward.request_refused";
-// A cursor record was torn or invalid: the partition resumes from 0 under the same keys.
-// Fields: partition, reason="cursor_corrupt", message.
-inline constexpr std::string_view kDriverCursorCorrupt = "driver.cursor_corrupt";
-// Rows were moved to dead/: poisoned rows (status, begin, end) or a torn partition's
-// tail (begin = from offset). Fields: partition, status, reason, begin, end, message.
-inline constexpr std::string_view kDriverDeadLetter = "driver.dead_letter";
-// A partition failed past the horizon and was moved to dead/ whole.
-// Fields: partition, status, reason, begin (from offset), message.
-inline constexpr std::string_view kDriverHorizonGiveUp = "driver.horizon_give_up";
-// The spool refused an operation. Fields: partition (absent for list_ready), reason
-// (the operation: list_ready, cursor_unreadable, cursor_save, mark_delivered, dead_purge,
-// read_poison, dead_letter), begin and end (read_poison only), message.
-inline constexpr std::string_view kDriverSpoolError = "driver.spool_error";
-// The server refuses our configuration (a ClickHouse unknown table, unknown setting,
-// unsupported encoding, wrong credentials): the partition stops, the tick stops.
-// Fields: partition, key, status, reason (the engine's code name), message (what and
-// the server's words). @ref LLP 0017#config-errors
-inline constexpr std::string_view kForwardConfigError = "forward.config_error";
-// Every request of a pass failed the same permanent way (404, 405, 415, a config
-// code): said once per pass. Fields: status, reason, message (the server's words).
-// @ref LLP 0017#permanent-errors
-inline constexpr std::string_view kDriverPermanentError = "driver.permanent_error";
-// An entry of ready/ that is not a partition we may send (a symlink, a hard link, a
-// FIFO, a device, a folder, a name outside the allowed set) was moved to
-// SPOOL/quarantine/. Reported once per entry. Fields: reason (symlink, hard_link,
-// not_regular, bad_name), message (the entry's name, escaped, and where it went).
-// @ref LLP 0023#spool
-inline constexpr std::string_view kDriverQuarantine = "driver.quarantine";
-// A spool folder had vanished and was recreated. Fields: reason ("folder_missing"),
-// message (the folder).
-inline constexpr std::string_view kDriverSpoolRepaired = "driver.spool_repaired";
-// A delivered partition changed after it was opened (it grew, or was rewritten): it is
-// not removed. Fields: partition, reason ("grew" | "changed"), begin (what was sent),
-// end (its size now), message.
-inline constexpr std::string_view kDriverHandoverChanged = "driver.handover_changed";
-// The daemon started. Fields: pid, mode ("once" | "run"), spool, url, metrics (the
-// --metrics-listen address as bound, when set).
-inline constexpr std::string_view kDaemonStart = "daemon.start";
-// Periodic counters and progress from the daemon. Fields: label, partitions_left,
-// rows_per_s, bytes_per_s, counters (the sink's, FWDSINK_SINK_COUNTERS), driver (the
-// driver's, FWDSINK_DRIVER_COUNTERS), spool (ready_partitions, ready_bytes,
-// oldest_ready_age_s, dead_letters, dead_bytes, max_dead_bytes, max_dead_age_s: the
-// spool against its caps, @ref LLP 0025#caps).
-inline constexpr std::string_view kDaemonStats = "daemon.stats";
-// The daemon is exiting. Fields: those of daemon.stats (rates 0), exit_code, why
-// ("once" | "signal"), signal (the signal number, when one stopped it).
-inline constexpr std::string_view kDaemonExit = "daemon.exit";
-// The endpoint in use was left for the next one (several --url). Fields: partition,
-// key, endpoint (the one left), status, reason ("failures" | "hold"), wait_ms (the wait
-// not taken there), message (names both endpoints). @ref LLP 0019#leave
-inline constexpr std::string_view kForwardFailover = "forward.failover";
-// A probe of the primary got a 2xx: the primary is in use again. Fields: partition,
-// key, endpoint (the primary), message. @ref LLP 0019#failback
-inline constexpr std::string_view kForwardFailback = "forward.failback";
-// A probe of the primary failed: the fallback stays in use, the chunk goes on to it.
-// Fields: partition, key, endpoint (the primary), status, reason, message.
-inline constexpr std::string_view kForwardProbeFailed = "forward.probe_failed";
-// The concurrency limit fell (a 429/503, a transport error or a rising round trip), or
-// rose to its ceiling (rises below it are only counted). Fields: reason ("backpressure"
-// | "error" | "rtt_rising" | "latency_bound"), begin (the limit before), end (the limit
-// after), message. @ref LLP 0018#visible
-inline constexpr std::string_view kDriverConcurrency = "driver.concurrency";
-// SIGHUP was handled: the log file reopened, the header, Basic-auth and token files
-// re-read and handed to the senders (taken before their next chunk). Fields: signal,
-// reloaded (what: "log_file", "credentials"). @ref LLP 0024#reload
-inline constexpr std::string_view kDaemonReload = "daemon.reload";
-// SIGHUP could not reload something; the old log file or credentials stay in use.
-// Fields: signal, reloaded (what did reload), message (what failed; never a secret).
-inline constexpr std::string_view kDaemonReloadFailed = "daemon.reload_failed";
-// At start: FWDSINK_* variables in the environment that are not settings (ignored),
-// named in one event. Fields: variables (their names), message. @ref LLP 0024#environment
-inline constexpr std::string_view kDaemonUnknownEnvironment = "daemon.unknown_environment";
-// A dead letter was deleted by a cap (--max-dead-bytes / --max-dead-age), oldest first.
-// Fields: partition (the dead letter's partition), reason ("max_dead_bytes" |
-// "max_dead_age"), begin, end (its byte range), message (the dead name, its size and
-// age). @ref LLP 0025#caps
-inline constexpr std::string_view kDriverDeadPurged = "driver.dead_purged";
-// SpoolWriter (when_full = drop_oldest) deleted the oldest ready partition to make room
-// under max_ready_bytes. Fields: partition, reason="max_ready_bytes", end (its size),
-// message. @ref LLP 0025#caps
-inline constexpr std::string_view kWriterDropOldest = "writer.drop_oldest";
-// SpoolWriter (when_full = block) waited for room under max_ready_bytes. Fields:
-// partition (the one being sealed), reason ("full" when it starts waiting, "timeout"
-// when it gives up), wait_ms (waited so far), message. @ref LLP 0025#caps
-inline constexpr std::string_view kWriterFull = "writer.full";
-// The C API's periodic counters (fwdsink_conf_set_stats_cb). Fields: label,
-// partitions_left, counters (FWDSINK_SINK_COUNTERS), driver (FWDSINK_DRIVER_COUNTERS).
-// @ref LLP 0026#callbacks
-inline constexpr std::string_view kApiStats = "api.stats";
+#define FWDSINK_INTERNAL_EVENT_NAME(constant, name, level) \
+  inline constexpr std::string_view constant = name;
+FWDSINK_EVENTS(FWDSINK_INTERNAL_EVENT_NAME)
+#undef FWDSINK_INTERNAL_EVENT_NAME
 }  // namespace events
+
+// One row of the catalogue.
+struct EventInfo {
+  std::string_view name;
+  LogLevel level;
+};
+// Every event, in the list's order.
+inline constexpr EventInfo kEventCatalogue[] = {
+#define FWDSINK_INTERNAL_EVENT_INFO(constant, name, level) {name, LogLevel::level},
+    FWDSINK_EVENTS(FWDSINK_INTERNAL_EVENT_INFO)
+#undef FWDSINK_INTERNAL_EVENT_INFO
+};
+// Returns the level of an event of the catalogue; an unknown name is info.
+[[nodiscard]] LogLevel EventLevel(std::string_view event);
 
 // One structured event. Fields that do not apply are left at their defaults (0 /
 // empty) and are not rendered; `begin` and `end` are rendered together, both, when

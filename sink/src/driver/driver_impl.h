@@ -1,0 +1,155 @@
+// SPDX-License-Identifier: Apache-2.0
+// Private to the driver: its state (Driver::Impl), its senders (Lane) and the pass's
+// permanent-error watch, shared by the files that implement it: driver.cc (ticks and a
+// partition's sending), lanes.cc (several partitions in flight, the limit),
+// partition_outcomes.cc (what each outcome does to the spool) and spool_upkeep.cc
+// (repairs, quarantine, hand-over, dead-letter caps). @ref LLP 0021
+#pragma once
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "driver/sender_slots.h"
+#include "fwdsink/concurrency.h"
+#include "fwdsink/driver.h"
+#include "fwdsink/overload.h"
+#include "spool/cursor_writer.h"
+
+namespace fwdsink::internal {
+
+// Watches one pass for "every request failed the same permanent way": a 4xx we cannot
+// act on (404, 405, 415...), a 5xx not retried, or a configuration code, with the same
+// status and reason for every partition tried, and nothing acknowledged.
+// @ref LLP 0017#permanent-errors
+class PermanentErrorWatch {
+ public:
+  void Note(const ForwardResult& r) {
+    if (r.outcome == Outcome::kAborted) return;
+    const bool permanent =
+        r.chunks_acked == 0 &&
+        (r.outcome == Outcome::kConfigError || (r.outcome == Outcome::kRespooled &&
+                                                (r.respool_reason == RespoolReason::kClientError ||
+                                                 r.respool_reason == RespoolReason::kServerError) &&
+                                                r.status != 0));
+    if (!permanent) {
+      broken_ = true;
+      return;
+    }
+    if (!first_) {
+      first_ = PermanentError{.status = r.status,
+                              .reason = r.reason,
+                              .message = r.server_message.empty() ? r.message : r.server_message,
+                              .outcome = r.outcome};
+    } else if (first_->status != r.status || first_->reason != r.reason) {
+      broken_ = true;
+    }
+  }
+  std::optional<PermanentError> Result() const { return broken_ ? std::nullopt : first_; }
+
+ private:
+  std::optional<PermanentError> first_;
+  bool broken_ = false;
+};
+
+}  // namespace fwdsink::internal
+
+namespace fwdsink {
+
+// One sender: a ForwardSink and the cursor writer of the partition it holds (a
+// CursorWriter has one slot, so each sender has its own; they write different
+// partitions' cursors, and the Spool holds nothing but its path). @ref LLP 0018#cursors
+struct Lane {
+  std::unique_ptr<ForwardSink> sink;
+  std::unique_ptr<CursorWriter> cursors;
+  // Sender thread only: where the current round trip began, and whether an attempt
+  // since then waited or was refused (a sample that waited is no latency sample).
+  MonotonicTime mark{};
+  bool pushed_back = false;
+  // The slot it holds, and the sleeper of its sink: a long wait lends the slot.
+  // @ref LLP 0018#lend
+  std::unique_ptr<LaneSlot> slot;
+};
+
+// Everything the driver keeps; the public class is its handle. Tick() and what it
+// calls run on the driver thread, and a partition's work (ForwardOne and below) on the
+// sender thread that holds it.
+struct Driver::Impl {
+  Impl(SpoolLock l, DriverOptions o, ForwardDeps d, Spool s)
+      : lock(std::move(l)),
+        options(std::move(o)),
+        deps(std::move(d)),
+        spool(std::move(s)),
+        overload(options.tick_pauses),
+        limit(options.concurrency),
+        slots([this] { return limit.limit(); }) {
+    counters.concurrency_limit.store(limit.limit(), std::memory_order_relaxed);
+  }
+
+  Status MakeLanes();
+  TickReport Tick();
+  void Run();
+  // Sends the ready partitions, oldest first, on up to limit senders at once.
+  void SendAll(const std::vector<ReadyPartition>& ready, TickReport& report);
+  void LaneLoop(Lane& lane, const std::vector<ReadyPartition>& ready, TickReport& report);
+  // Each answered request of a lane's sink: the limit learns from it. @ref LLP 0018#signals
+  void OnAttempt(Lane& lane, const AttemptRecord& r);
+  // After each acknowledged chunk: the next round trip starts now.
+  void MarkRoundTrip(Lane& lane);
+  // Between two chunks: gives the slot up and waits for it while over the limit.
+  void YieldSlot(Lane& lane);
+  void Observe(std::chrono::microseconds rtt, RequestSignal signal);
+  void LimitMoved(const LimitChange& c);
+  // Where partition `p` resumes, or nullopt when its cursor cannot be read.
+  std::optional<std::uint64_t> StartOffset(const ReadyPartition& p, TickReport& report);
+  void ForwardOne(Lane& lane, const ReadyPartition& p, TickReport& report);
+  // Sends `p` from its cursor once; true when it stopped at a row set aside and goes on.
+  bool ForwardFrom(Lane& lane, const ReadyPartition& p, TickReport& report);
+  bool LongRowAside(const ReadyPartition& p, const ForwardResult& r, TickReport& report);
+  void Conclude(const ReadyPartition& p, const ForwardResult& r, TickReport& report);
+  void ReportPermanentError(TickReport& report);
+  bool DeadLetter(Lane& lane, const ReadyPartition& p, const PoisonedChunk& chunk,
+                  TickReport& report);
+  void Delivered(const ReadyPartition& p, const ForwardResult& r, TickReport& report);
+  void Torn(const ReadyPartition& p, const ForwardResult& r, TickReport& report);
+  // Records a failure and gives the partition up whole past the horizon.
+  void Failed(const ReadyPartition& p, std::uint64_t resume, const ForwardResult& r,
+              TickReport& report);
+  void SpoolError(std::string_view partition, std::string_view reason, std::string message,
+                  TickReport* report);
+  void Emit(Event e) const;
+  // Hardening (@ref LLP 0023): folders back, refused entries aside, changed files kept.
+  void RepairFolders(TickReport& report);
+  void QuarantineRefused(const std::vector<RefusedEntry>& refused, TickReport& report);
+  bool HandOverChanged(const ReadyPartition& p, const ForwardResult& r, TickReport& report);
+  [[nodiscard]] bool KeepPoisonCursor(const ReadyPartition& p, const ForwardResult& r,
+                                      TickReport& report);
+  void NotDurable(const ReadyPartition& p, std::string message, TickReport& report);
+  // Enforces options.dead_caps. @ref LLP 0025#caps
+  void PurgeDeadOverCaps();
+
+  SpoolLock lock;  // first: held for the driver's whole life
+  const DriverOptions options;
+  ForwardDeps deps;
+  // The driver thread between ticks; during SendAll, each sender for its own partition
+  // (and its cursor writer's worker), the driver thread not at all.
+  Spool spool;
+  std::vector<Lane> lanes;  // fixed after MakeLanes(); lanes[0] is sink()
+  OverloadLevel overload;   // driver thread only
+  AdaptiveLimit limit;      // thread-safe; shared by the senders
+  SenderSlots slots;        // thread-safe
+  std::stop_source stop;
+  DriverCounters counters;
+  std::atomic<bool> ticking{false};    // inside Tick(): spool() is off limits
+  std::atomic<bool> stop_tick{false};  // a sender saw an endpoint-wide stop
+  std::atomic<std::size_t> next{0};    // the next ready partition to hand out
+  std::mutex report_mu;
+  internal::PermanentErrorWatch pass_errors;  // guarded by report_mu; reset per tick
+  std::set<std::string> unmovable;            // refused entries reported already (driver thread)
+};
+
+}  // namespace fwdsink

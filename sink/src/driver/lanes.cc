@@ -1,0 +1,138 @@
+// SPDX-License-Identifier: Apache-2.0
+// The driver: several partitions in flight, and the concurrency limit learning from
+// each attempt. @ref LLP 0018
+#include "fwdsink/driver.h"
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+#include <set>
+#include <thread>
+
+#include "driver/driver_impl.h"
+#include "driver/long_row.h"
+#include "engine/resolve_deps.h"
+#include "fwdsink/check.h"
+#include "fwdsink/endpoints.h"
+
+namespace fwdsink {
+namespace {
+
+void Merge(TickReport& into, const TickReport& r) {
+  into.partitions += r.partitions;
+  into.delivered += r.delivered;
+  into.respooled += r.respooled;
+  into.poisoned_chunks += r.poisoned_chunks;
+  into.horizon_dead += r.horizon_dead;
+  into.torn += r.torn;
+  into.errors += r.errors;
+  into.quarantined += r.quarantined;
+  into.chunks_acked += r.chunks_acked;
+  into.rows_acked += r.rows_acked;
+  into.bytes_acked += r.bytes_acked;
+  into.throttled = into.throttled || r.throttled;
+  into.aborted = into.aborted || r.aborted;
+  if (r.last_error != Outcome::kDelivered) into.last_error = r.last_error;
+}
+
+}  // namespace
+
+// Hands the ready partitions out oldest first to up to `limit` senders. The driver
+// thread is the first sender; the others are threads of this tick, joined before it
+// returns, so nothing runs between ticks. @ref LLP 0018#senders
+void Driver::Impl::SendAll(const std::vector<ReadyPartition>& ready, TickReport& report) {
+  next.store(0);
+  stop_tick.store(false);
+  const std::size_t n = std::min(lanes.size(), ready.size());
+  if (n == 0) return;
+  {
+    std::vector<std::jthread> senders;
+    for (std::size_t i = 1; i < n; ++i) {
+      senders.emplace_back([this, i, &ready, &report] { LaneLoop(lanes[i], ready, report); });
+    }
+    LaneLoop(lanes[0], ready, report);
+  }  // joined here
+  counters.senders_busy.store(0, std::memory_order_relaxed);
+}
+
+void Driver::Impl::LaneLoop(Lane& lane, const std::vector<ReadyPartition>& ready,
+                            TickReport& report) {
+  TickReport mine;
+  while (!stop_tick.load()) {
+    if (stop.stop_requested() || !lane.slot->Acquire(stop.get_token())) {
+      mine.aborted = true;
+      break;
+    }
+    const std::size_t i = next.fetch_add(1);
+    if (i < ready.size() && !stop_tick.load()) {
+      counters.senders_busy.store(slots.busy(), std::memory_order_relaxed);
+      MarkRoundTrip(lane);
+      ForwardOne(lane, ready[i], mine);
+    }
+    lane.slot->Release();
+    if (i >= ready.size()) break;
+  }
+  std::lock_guard guard(report_mu);
+  Merge(report, mine);
+}
+
+// A round trip that waited (pacer, gate, ladder, Retry-After) measures the wait, not the
+// path: it is no latency sample, and the limit does not grow on it. Refusals reach the
+// limit as they happen, not only when their chunk is finally acknowledged.
+// @ref LLP 0018#signals
+void Driver::Impl::OnAttempt(Lane& lane, const AttemptRecord& r) {
+  lane.pushed_back = lane.pushed_back || r.pushed_back;
+  switch (r.kind) {
+    case AttemptRecord::Kind::kAccepted: {
+      const auto rtt = std::chrono::duration_cast<std::chrono::microseconds>(
+          deps.time->MonotonicNow() - lane.mark);
+      Observe(rtt, lane.pushed_back ? RequestSignal::kPaced : RequestSignal::kAccepted);
+      break;
+    }
+    case AttemptRecord::Kind::kRefused:
+      Observe(std::chrono::microseconds{0}, RequestSignal::kBackpressure);
+      break;
+    case AttemptRecord::Kind::kFailed:
+      Observe(std::chrono::microseconds{0}, RequestSignal::kError);
+      break;
+    case AttemptRecord::Kind::kOther: break;
+  }
+}
+
+void Driver::Impl::MarkRoundTrip(Lane& lane) {
+  lane.mark = deps.time->MonotonicNow();
+  lane.pushed_back = false;
+}
+
+void Driver::Impl::YieldSlot(Lane& lane) {
+  if (!lane.slot->held()) return;
+  if (!lane.slot->Yield(stop.get_token())) return;  // stopped: the sink aborts next
+  lane.mark = deps.time->MonotonicNow();            // the wait for a slot is no round trip
+  counters.senders_busy.store(slots.busy(), std::memory_order_relaxed);
+}
+
+void Driver::Impl::Observe(std::chrono::microseconds rtt, RequestSignal signal) {
+  const auto change = limit.Observe(deps.time->MonotonicNow(), rtt, signal, slots.busy());
+  if (change) LimitMoved(*change);
+}
+
+void Driver::Impl::LimitMoved(const LimitChange& c) {
+  counters.concurrency_limit.store(c.to, std::memory_order_relaxed);
+  if (c.to > c.from) {
+    counters.concurrency_increases.fetch_add(1, std::memory_order_relaxed);
+  } else {
+    counters.concurrency_decreases.fetch_add(1, std::memory_order_relaxed);
+  }
+  slots.LimitChanged();
+  // Every fall is said; a rise only when it reaches the ceiling (the ramp is counted).
+  if (c.to < c.from || c.to == options.concurrency.max) {
+    Emit({.name = events::kDriverConcurrency,
+          .reason = std::string(c.why),
+          .begin = c.from,
+          .end = c.to,
+          .message = "concurrency " + std::to_string(c.from) + " -> " + std::to_string(c.to) +
+                     " (" + std::string(c.why) + ")"});
+  }
+}
+
+}  // namespace fwdsink

@@ -1,0 +1,93 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "driver/sender_slots.h"
+
+#include "fwdsink/check.h"
+
+namespace fwdsink {
+
+bool SenderSlots::Acquire(std::stop_token stop) {
+  std::unique_lock lock(mu_);
+  // A sender resuming a half-sent partition goes first. @ref LLP 0018#slots
+  if (!cv_.wait(lock, stop, [this] { return resuming_ == 0 && returning_ == 0 && Free(); })) {
+    return false;
+  }
+  busy_ += 1;
+  return true;
+}
+
+void SenderSlots::Release() {
+  {
+    std::lock_guard lock(mu_);
+    FWDSINK_DCHECK(busy_ > 0);
+    busy_ -= 1;
+  }
+  cv_.notify_all();
+}
+
+bool SenderSlots::Yield(std::stop_token stop) {
+  std::unique_lock lock(mu_);
+  // Over the limit, or at it while a sender back from a wait needs this slot.
+  if (busy_ + (returning_ > 0 ? 1 : 0) <= limit_()) return true;
+  busy_ -= 1;
+  resuming_ += 1;
+  cv_.notify_all();
+  const bool got = cv_.wait(lock, stop, [this] { return returning_ == 0 && Free(); });
+  resuming_ -= 1;
+  if (got) busy_ += 1;
+  lock.unlock();
+  cv_.notify_all();  // Acquire() waits on resuming_ too
+  return got;
+}
+
+void SenderSlots::Lend() { Release(); }
+
+bool SenderSlots::Reclaim(std::stop_token stop) {
+  std::unique_lock lock(mu_);
+  returning_ += 1;
+  const bool got = cv_.wait(lock, stop, [this] { return Free(); });
+  returning_ -= 1;
+  if (got) busy_ += 1;
+  lock.unlock();
+  cv_.notify_all();  // Acquire() and Yield() wait on returning_ too
+  return got;
+}
+
+std::size_t SenderSlots::busy() const {
+  std::lock_guard lock(mu_);
+  return busy_;
+}
+
+std::size_t SenderSlots::returning() const {
+  std::lock_guard lock(mu_);
+  return returning_;
+}
+
+bool LaneSlot::Acquire(std::stop_token stop) {
+  held_ = slots_.Acquire(std::move(stop));
+  return held_;
+}
+
+void LaneSlot::Release() {
+  if (held_) slots_.Release();
+  held_ = false;
+}
+
+bool LaneSlot::Yield(std::stop_token stop) {
+  if (held_) held_ = slots_.Yield(std::move(stop));
+  return held_;
+}
+
+bool LaneSlot::SleepFor(std::chrono::milliseconds duration, std::stop_token stop) {
+  if (!held_ || duration < kLendFrom || !worth_lending_()) {
+    return inner_.SleepFor(duration, std::move(stop));
+  }
+  slots_.Lend();
+  held_ = false;
+  const bool slept = inner_.SleepFor(duration, std::move(stop));
+  // Woken early by a failover the sink goes on at once, and by Close() it aborts:
+  // either way the slot comes back first, unless the driver stops.
+  held_ = slots_.Reclaim(stop_);
+  return slept && held_;
+}
+
+}  // namespace fwdsink

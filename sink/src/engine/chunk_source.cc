@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "engine/chunk_source.h"
+
+#include <utility>
+
+#include "fwdsink/check.h"
+
+namespace fwdsink {
+
+void ChunkBuffers::Reserve(std::size_t chunk_bytes, bool compressed) {
+  // A buffer that grows mid-run leaves its old block behind. @ref LLP 0030#memory-step
+  for (PreparedChunk* p : {&current, &ahead}) {
+    p->chunk.body.reserve(chunk_bytes);
+    if (compressed) p->wire.reserve(chunk_bytes / 2);
+  }
+}
+
+ChunkSource::ChunkSource(const std::filesystem::path& path, std::uint64_t begin,
+                         const ChunkerOptions& options, Encoder& encoder, ChunkBuffers& buffers,
+                         SingleSlotWorker& worker)
+    : chunker_(Chunker::Open(path, begin, options)),
+      encoder_(encoder),
+      buffers_(buffers),
+      worker_(worker),
+      identity_(encoder.compression() == Compression::kIdentity) {}
+
+ChunkSource::~ChunkSource() {
+  // The job uses this object's chunker: it must end before the source does.
+  if (read_ahead_running_) (void)WaitReadAhead();
+}
+
+SourceStatus ChunkSource::Next() {
+  const NextStatus taken = Take();
+  if (taken == NextStatus::kEnd) return SourceStatus::kEnd;
+  if (taken == NextStatus::kError) return SourceStatus::kReadError;
+  PreparedChunk& current = buffers_.current;
+  // Split halves (and a chunk whose early encoding failed) are encoded here, before
+  // a read-ahead starts: the encoder has one user at a time.
+  if (!identity_ && !current.encoded) {
+    current.encoded = encoder_.Encode(current.chunk.body, current.wire);
+    if (!current.encoded) return SourceStatus::kEncodeError;
+  }
+  // Read and encode the next chunk while this one is on the wire. @ref LLP 0014#read-ahead
+  if (split_halves_.empty() && !held_back_ && chunker_.ok() &&
+      chunker_.offset() < chunker_.file_size()) {
+    StartReadAhead();
+  }
+  return SourceStatus::kChunk;
+}
+
+void ChunkSource::SplitCurrent() {
+  if (read_ahead_running_) held_back_ = WaitReadAhead();  // the halves go first
+  auto halves = SplitChunk(buffers_.current.chunk);
+  FWDSINK_CHECK(halves.has_value());  // callers split chunks of two rows or more
+  split_halves_.push_front(std::move(halves->second));
+  split_halves_.push_front(std::move(halves->first));
+}
+
+void ChunkSource::LimitChunkBytes(std::size_t bytes) {
+  pending_limit_ = bytes;
+  if (!read_ahead_running_) ApplyLimit();
+}
+
+// Sender thread, with no read-ahead running: the chunker has one user.
+void ChunkSource::ApplyLimit() {
+  FWDSINK_DCHECK(!read_ahead_running_);
+  if (pending_limit_) chunker_.LimitChunkBytes(*pending_limit_);
+  pending_limit_.reset();
+}
+
+std::string& ChunkSource::wire() {
+  return identity_ ? buffers_.current.chunk.body : buffers_.current.wire;
+}
+
+// Takes the next chunk from the first place that has one: the split halves, the
+// read-ahead (running or held back), or the chunker itself.
+NextStatus ChunkSource::Take() {
+  PreparedChunk& current = buffers_.current;
+  if (!split_halves_.empty()) {
+    Chunk& half = split_halves_.front();
+    // Copied, not moved: the current buffer keeps its reserved capacity.
+    current.chunk.begin = half.begin;
+    current.chunk.end = half.end;
+    current.chunk.rows = half.rows;
+    current.chunk.body.assign(half.body);
+    current.encoded = false;
+    split_halves_.pop_front();
+    return NextStatus::kChunk;
+  }
+  if (held_back_ || read_ahead_running_) {
+    const NextStatus st = held_back_ ? *held_back_ : WaitReadAhead();
+    held_back_.reset();
+    std::swap(current, buffers_.ahead);
+    return st;
+  }
+  ApplyLimit();
+  return Fetch(current);
+}
+
+NextStatus ChunkSource::Fetch(PreparedChunk& into) {
+  const NextStatus st = chunker_.Next(into.chunk);
+  into.encoded =
+      st == NextStatus::kChunk && (identity_ || encoder_.Encode(into.chunk.body, into.wire));
+  return st;
+}
+
+void ChunkSource::StartReadAhead() {
+  FWDSINK_DCHECK(!read_ahead_running_);
+  ApplyLimit();
+  read_ahead_running_ = true;
+  worker_.Post([this] { read_ahead_status_ = Fetch(buffers_.ahead); });
+}
+
+NextStatus ChunkSource::WaitReadAhead() {
+  worker_.WaitIdle();
+  read_ahead_running_ = false;
+  return read_ahead_status_;
+}
+
+}  // namespace fwdsink

@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "engine/resolve_deps.h"
+
+#include "base/default_random.h"
+#include "fwdsink/endpoints.h"
+
+namespace fwdsink {
+
+Result<ForwardDeps> ResolveDeps(const ForwardOptions& options, ForwardDeps deps) {
+  if (!deps.time) deps.time = &RealTimeSource();
+  if (!deps.sleeper) deps.sleeper = &RealSleeper();
+  if (!deps.random) deps.random = MakeDefaultRandom();
+  // Every sender made from copies of one deps shares the endpoints' state.
+  // @ref LLP 0019#shared
+  if (!deps.endpoints) deps.endpoints = Endpoints::Make(options, deps);
+  if (!deps.endpoints->Matches(EndpointUrls(options))) {
+    return Status::Config("fallback_urls", "ForwardDeps::endpoints was made for other URLs");
+  }
+  deps.gate = deps.endpoints->at(0).gate;
+  deps.pacer = deps.endpoints->at(0).pacer;
+  return deps;
+}
+
+}  // namespace fwdsink

@@ -1,0 +1,575 @@
+// SPDX-License-Identifier: Apache-2.0
+// Spool's dead-letter operations. @ref LLP 0020#dead-letters
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <nlohmann/json.hpp>
+#include <system_error>
+
+#include "base/json_writer.h"
+#include "fwdsink/dead_letters.h"
+#include "fwdsink/spool.h"
+#include "fwdsink/time_format.h"
+#include "io/file_reader.h"
+#include "spool/spool_io.h"
+#include "spool/spool_records.h"
+
+namespace fwdsink {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr std::string_view kRowsExt = ".ndjson";
+constexpr std::string_view kRecordExt = ".json";
+// Dead names append ".<begin>-<end>" (and ".requeued-<n>") to partition names; this
+// keeps "<dead name>.json.tmp" and friends under the 255-byte file name limit.
+constexpr std::size_t kMaxDeadNameLength = 240;
+// Records are small; a bigger .json is not one of ours.
+constexpr std::size_t kMaxRecordBytes = 64 * 1024;
+constexpr std::size_t kReadBlock = 64 * 1024;
+
+Status ValidateDeadName(std::string_view name) {
+  if (name.size() > kMaxDeadNameLength) {
+    return Status(StatusCode::kInvalidName, "invalid dead-letter name: longer than " +
+                                                std::to_string(kMaxDeadNameLength) + " bytes");
+  }
+  // Same alphabet as partition names; only the length bound differs.
+  if (name.size() <= kMaxPartitionNameLength) {
+    Status st = ValidatePartitionName(name);
+    if (st.ok()) return st;
+    std::string message = st.message();
+    message.replace(0, std::string_view("invalid partition name").size(),
+                    "invalid dead-letter name");
+    return spool_io::Reworded(st, std::move(message));
+  }
+  Status st = ValidatePartitionName(name.substr(0, kMaxPartitionNameLength));
+  if (st.ok()) st = ValidatePartitionName(name.substr(kMaxPartitionNameLength));
+  if (!st.ok()) {
+    return Status(StatusCode::kInvalidName,
+                  "invalid dead-letter name: only A-Z a-z 0-9 . _ - are allowed");
+  }
+  return {};
+}
+
+Status Corrupt(std::string message) { return Status(StatusCode::kCorrupt, std::move(message)); }
+
+std::string DeadName(std::string_view partition, std::uint64_t begin, std::uint64_t end) {
+  return std::string(partition) + "." + std::to_string(begin) + "-" + std::to_string(end);
+}
+
+std::uint64_t CountRows(std::string_view bytes) {
+  std::uint64_t rows = static_cast<std::uint64_t>(std::count(bytes.begin(), bytes.end(), '\n'));
+  if (!bytes.empty() && bytes.back() != '\n') ++rows;  // a final row without newline
+  return rows;
+}
+
+std::string DumpRecord(const DeadEntry& e) {
+  json j = {
+      {"partition", e.partition},
+      {"begin", e.begin},
+      {"end", e.end},
+      {"rows", e.rows},
+      {"status", e.status},
+      {"reason", e.reason},
+      {"kind", std::string(to_string(e.kind))},
+      {"dead_at", FormatRfc3339(e.dead_at)},
+      {"dead_at_ms", spool_io::ToUnixMs(e.dead_at)},
+      {"data_offset", e.data_offset},
+  };
+  if (e.requeued_at) {
+    j["requeued_at"] = FormatRfc3339(*e.requeued_at);
+    j["requeued_at_ms"] = spool_io::ToUnixMs(*e.requeued_at);
+  }
+  if (e.requeued_as) j["requeued_as"] = *e.requeued_as;
+  if (e.requeues > 0) j["requeues"] = e.requeues;
+  // A server's reason is not guaranteed UTF-8: replace, never throw.
+  return internal::DumpJson(j, /*indent=*/1) + "\n";
+}
+
+template <typename T>
+bool GetUnsigned(const json& j, const char* key, T& out) {
+  const auto it = j.find(key);
+  if (it == j.end() || !it->is_number_unsigned()) return false;
+  out = it->get<T>();
+  return true;
+}
+
+bool GetInt(const json& j, const char* key, std::int64_t& out) {
+  const auto it = j.find(key);
+  if (it == j.end() || !it->is_number_integer()) return false;
+  out = it->get<std::int64_t>();
+  return true;
+}
+
+bool GetString(const json& j, const char* key, std::string& out) {
+  const auto it = j.find(key);
+  if (it == j.end() || !it->is_string()) return false;
+  out = it->get<std::string>();
+  return true;
+}
+
+// Parses a record; returns kCorrupt naming what is wrong on failure.
+Status ParseRecord(std::string_view text, DeadEntry& e) {
+  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
+  if (j.is_discarded() || !j.is_object()) return Corrupt("not a JSON object");
+  std::string kind;
+  std::int64_t dead_ms = 0;
+  std::int64_t status = 0;
+  if (!GetString(j, "partition", e.partition) || !GetUnsigned(j, "begin", e.begin) ||
+      !GetUnsigned(j, "end", e.end) || !GetUnsigned(j, "rows", e.rows) ||
+      !GetInt(j, "status", status) || !GetString(j, "reason", e.reason) ||
+      !GetString(j, "kind", kind) || !GetInt(j, "dead_at_ms", dead_ms) ||
+      !GetUnsigned(j, "data_offset", e.data_offset)) {
+    return Corrupt("a required field is missing or has the wrong type");
+  }
+  if (kind == "poison") {
+    e.kind = DeadKind::kPoison;
+  } else if (kind == "horizon") {
+    e.kind = DeadKind::kHorizon;
+  } else {
+    return Corrupt("unknown kind \"" + kind + "\"");
+  }
+  if (e.end < e.begin) return Corrupt("end is before begin");
+  e.status = static_cast<int>(std::clamp<std::int64_t>(status, INT32_MIN, INT32_MAX));
+  e.dead_at = spool_io::FromUnixMs(dead_ms);
+  std::int64_t requeued_ms = 0;
+  if (GetInt(j, "requeued_at_ms", requeued_ms)) e.requeued_at = spool_io::FromUnixMs(requeued_ms);
+  std::string requeued_as;
+  if (GetString(j, "requeued_as", requeued_as)) e.requeued_as = std::move(requeued_as);
+  GetUnsigned(j, "requeues", e.requeues);
+  return OkStatus();
+}
+
+struct LoadedRecord {
+  DeadEntry entry;
+  std::string text;
+};
+
+Result<LoadedRecord> LoadRecord(const fs::path& dead_dir, std::string_view dead_name) {
+  LoadedRecord r;
+  r.entry.name = std::string(dead_name);
+  r.entry.record_path = dead_dir / (r.entry.name + std::string(kRecordExt));
+  r.entry.rows_path = dead_dir / (r.entry.name + std::string(kRowsExt));
+  Result<std::string> text = spool_io::ReadSmallFile(r.entry.record_path, kMaxRecordBytes);
+  if (!text) {
+    const Status& st = text.status();
+    if (st.code() == StatusCode::kNotFound) {
+      return spool_io::Reworded(st, "no dead letter " + r.entry.name);
+    }
+    return st;
+  }
+  r.text = std::move(text).value();
+  if (Status why = ParseRecord(r.text, r.entry); !why.ok()) {
+    return Corrupt("dead-letter record " + r.entry.record_path.string() + ": " + why.message());
+  }
+  return r;
+}
+
+// Looks for `needle` in bytes [from, from + max) of `path`, across block boundaries.
+bool FileContains(const fs::path& path, std::uint64_t from, std::string_view needle,
+                  std::uint64_t max) {
+  Result<internal::FileReader> file = internal::FileReader::Open(path);
+  if (!file.ok()) return false;
+  std::string window;  // the tail of the previous block + the current block
+  std::string block(kReadBlock, '\0');
+  std::uint64_t pos = from;
+  std::uint64_t read_total = 0;
+  bool found = false;
+  while (!found && read_total < max) {
+    const std::size_t want =
+        static_cast<std::size_t>(std::min<std::uint64_t>(kReadBlock, max - read_total));
+    const Result<std::size_t> n = file->ReadAt(pos, block.data(), want);
+    if (!n.ok() || *n == 0) break;
+    pos += *n;
+    read_total += *n;
+    window.append(block.data(), *n);
+    found = window.find(needle) != std::string::npos;
+    // Keep just enough to catch a match that straddles the next boundary.
+    const std::size_t keep = needle.empty() ? 0 : needle.size() - 1;
+    if (window.size() > keep) window.erase(0, window.size() - keep);
+  }
+  return found;
+}
+
+bool Matches(const LoadedRecord& r, const DeadFilter& f,
+             std::chrono::system_clock::time_point now) {
+  const DeadEntry& e = r.entry;
+  if (f.reason && e.reason != *f.reason) return false;
+  if (f.status && e.status != *f.status) return false;
+  if (f.kind && e.kind != *f.kind) return false;
+  if (f.older_than && !(e.dead_at <= now - *f.older_than)) return false;
+  if (f.newer_than && !(e.dead_at > now - *f.newer_than)) return false;
+  if (f.search) {
+    const std::string_view record_part =
+        std::string_view(r.text).substr(0, static_cast<std::size_t>(kDeadSearchMaxBytes));
+    if (record_part.find(*f.search) == std::string_view::npos &&
+        !FileContains(e.rows_path, e.data_offset, *f.search, kDeadSearchMaxBytes)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// Counts rows in bytes [from, end of file) of an open file.
+Result<std::uint64_t> CountRowsInFile(const internal::FileReader& file, std::uint64_t from) {
+  std::string block(kReadBlock, '\0');
+  std::uint64_t rows = 0;
+  char last = '\n';
+  std::uint64_t pos = from;
+  for (;;) {
+    const Result<std::size_t> n = file.ReadAt(pos, block.data(), block.size());
+    if (!n.ok()) return n.status();
+    if (*n == 0) break;
+    const std::string_view got(block.data(), *n);
+    rows += static_cast<std::uint64_t>(std::count(got.begin(), got.end(), '\n'));
+    last = got.back();
+    pos += *n;
+  }
+  if (last != '\n') ++rows;
+  return rows;
+}
+
+}  // namespace
+
+Status internal::ParseDeadRecord(std::string_view text, DeadEntry& out) {
+  return ParseRecord(text, out);
+}
+
+std::string_view to_string(DeadKind kind) noexcept {
+  switch (kind) {
+    case DeadKind::kPoison: return "poison";
+    case DeadKind::kHorizon: return "horizon";
+  }
+  return "unknown";
+}
+
+Result<DeadEntry> Spool::DeadLetterChunk(std::string_view name, std::uint64_t begin,
+                                         std::uint64_t end, std::string_view body_bytes, int status,
+                                         std::string_view reason,
+                                         std::chrono::system_clock::time_point when) {
+  if (Status st = ValidatePartitionName(name); !st.ok()) return st;
+  if (end <= begin || end - begin != body_bytes.size()) {
+    return Status(StatusCode::kInvalidArgument,
+                  "dead letter " + DeadName(name, begin, end) + ": range holds " +
+                      std::to_string(end >= begin ? end - begin : 0) + " bytes but the body has " +
+                      std::to_string(body_bytes.size()));
+  }
+  DeadEntry e;
+  e.name = DeadName(name, begin, end);
+  if (Status st = ValidateDeadName(e.name); !st.ok()) return st;
+  e.partition = std::string(name);
+  e.begin = begin;
+  e.end = end;
+  e.rows = CountRows(body_bytes);
+  e.status = status;
+  e.reason = std::string(reason);
+  e.kind = DeadKind::kPoison;
+  e.dead_at = when;
+  e.data_offset = 0;
+  e.rows_path = dead_dir() / (e.name + std::string(kRowsExt));
+  e.record_path = dead_dir() / (e.name + std::string(kRecordExt));
+  // Rows first, record last: the record is what makes a dead letter visible, so a
+  // crash in between leaves at most an unlisted rows file that the retry overwrites.
+  if (Status st = spool_io::WriteFileAtomic(e.rows_path, body_bytes); !st.ok()) return st;
+  if (Status st = spool_io::WriteFileAtomic(e.record_path, DumpRecord(e)); !st.ok()) return st;
+  return e;
+}
+
+// A row too long to send goes to dead/ alone, copied block by block (it may be far
+// larger than memory should hold); the rows after it stay to be sent.
+// @ref LLP 0023#row-too-long
+Result<DeadEntry> Spool::DeadLetterLongRow(std::string_view name, std::uint64_t begin,
+                                           std::uint64_t longer_than, std::string_view reason,
+                                           std::chrono::system_clock::time_point when) {
+  if (Status st = ValidatePartitionName(name); !st.ok()) return st;
+  Result<internal::FileReader> file = internal::FileReader::Open(PartitionPath(name));
+  if (!file.ok()) return file.status();
+  if (Result<bool> at = file->AtLineStart(begin); !at.ok() || !*at) {
+    return at.ok() ? Status(StatusCode::kInvalidArgument,
+                            "offset " + std::to_string(begin) + " is not at a row start")
+                   : at.status();
+  }
+  DeadEntry e;
+  e.partition = std::string(name);
+  e.begin = begin;
+  e.rows = 1;
+  e.reason = std::string(reason);
+  e.kind = DeadKind::kPoison;
+  e.dead_at = when;
+  spool_io::TempFile out;
+  const fs::path temp = dead_dir() / ("." + std::string(name) + ".long-row.tmp");
+  if (Status st = out.Create(temp); !st.ok()) return st;
+  std::string block(kReadBlock, '\0');
+  for (std::uint64_t pos = begin;;) {
+    const Result<std::size_t> n = file->ReadAt(pos, block.data(), block.size());
+    if (!n.ok()) return n.status();
+    if (*n == 0) {
+      return Status(StatusCode::kCorrupt, "the row at " + std::to_string(begin) + " of " +
+                                              std::string(name) + " has no end (a torn tail)");
+    }
+    const std::string_view got(block.data(), *n);
+    const std::size_t nl = got.find('\n');
+    if (Status st = out.Write(got.substr(0, nl == std::string_view::npos ? got.size() : nl + 1));
+        !st.ok()) {
+      return st;
+    }
+    if (nl != std::string_view::npos) {
+      e.end = pos + nl + 1;
+      break;
+    }
+    pos += *n;
+  }
+  if (e.end - e.begin <= longer_than) {
+    // Not the long row the caller expected (the file changed under us): leave it.
+    return Status(StatusCode::kInvalidArgument,
+                  "the row at " + std::to_string(begin) + " is " + std::to_string(e.end - e.begin) +
+                      " bytes, not longer than " + std::to_string(longer_than));
+  }
+  e.name = DeadName(name, e.begin, e.end);
+  if (Status st = ValidateDeadName(e.name); !st.ok()) return st;
+  e.rows_path = dead_dir() / (e.name + std::string(kRowsExt));
+  e.record_path = dead_dir() / (e.name + std::string(kRecordExt));
+  // Rows first, record last, as for a poisoned chunk (DeadLetterChunk).
+  if (Status st = out.Commit(e.rows_path); !st.ok()) return st;
+  if (Status st = spool_io::WriteFileAtomic(e.record_path, DumpRecord(e)); !st.ok()) return st;
+  return e;
+}
+
+Result<DeadEntry> Spool::DeadLetterPartition(std::string_view name, std::uint64_t from_offset,
+                                             std::string_view reason, int status,
+                                             std::chrono::system_clock::time_point when) {
+  if (Status st = ValidatePartitionName(name); !st.ok()) return st;
+  const fs::path partition = PartitionPath(name);
+  Result<internal::FileReader> file = internal::FileReader::Open(partition);
+  if (!file.ok()) {
+    if (file.status().code() == StatusCode::kNotFound) {
+      return Status(StatusCode::kNotFound, "no partition " + partition.string());
+    }
+    return file.status();
+  }
+  const Result<internal::FileInfo> info = file->Stat();
+  if (!info.ok()) return info.status();
+  const std::uint64_t size = info->size;
+  if (from_offset > size) {
+    return Status(StatusCode::kInvalidArgument, "partition " + std::string(name) +
+                                                    ": from_offset " + std::to_string(from_offset) +
+                                                    " is beyond its size " + std::to_string(size));
+  }
+  Result<std::uint64_t> rows = from_offset == size ? Result<std::uint64_t>(std::uint64_t{0})
+                                                   : CountRowsInFile(*file, from_offset);
+  if (!rows) return rows.status();
+
+  DeadEntry e;
+  e.name = DeadName(name, from_offset, size);
+  if (Status st = ValidateDeadName(e.name); !st.ok()) return st;
+  e.partition = std::string(name);
+  e.begin = from_offset;
+  e.end = size;
+  e.rows = rows.value();
+  e.status = status;
+  e.reason = std::string(reason);
+  e.kind = DeadKind::kHorizon;
+  e.dead_at = when;
+  e.data_offset = from_offset;  // the whole file moves; the dead rows start here
+  e.rows_path = dead_dir() / (e.name + std::string(kRowsExt));
+  e.record_path = dead_dir() / (e.name + std::string(kRecordExt));
+  // Record first, then the move: a crash in between leaves the partition in ready/
+  // (it is simply dead-lettered again), never rows in dead/ with no record to list
+  // them. @ref LLP 0020#dead-letters
+  if (Status st = spool_io::WriteFileAtomic(e.record_path, DumpRecord(e)); !st.ok()) return st;
+  if (::rename(partition.c_str(), e.rows_path.c_str()) != 0) {
+    return spool_io::IoError("cannot move partition into dead/: rename", partition, errno);
+  }
+  if (Status st = spool_io::FsyncDir(dead_dir()); !st.ok()) return st;
+  if (Status st = spool_io::FsyncDir(ready_dir()); !st.ok()) return st;
+  const fs::path cursor = CursorPath(name);
+  std::error_code ec;
+  fs::remove(cursor, ec);
+  if (ec) return spool_io::IoError("cannot remove cursor", cursor, ec);
+  if (Status st = spool_io::FsyncDir(state_dir()); !st.ok()) return st;
+  return e;
+}
+
+Result<DeadList> Spool::ListDead(const DeadFilter& filter,
+                                 std::chrono::system_clock::time_point now) const {
+  DeadList out;
+  std::vector<DeadEntry> matches;
+  std::error_code ec;
+  fs::directory_iterator it(dead_dir(), ec);
+  if (ec) return spool_io::IoError("cannot list", dead_dir(), ec);
+  for (const fs::directory_iterator end; it != end; it.increment(ec)) {
+    if (ec) return spool_io::IoError("cannot list", dead_dir(), ec);
+    const std::string file = it->path().filename().string();
+    if (file.size() <= kRecordExt.size() || !file.ends_with(kRecordExt)) continue;
+    const std::string dead_name = file.substr(0, file.size() - kRecordExt.size());
+    if (!ValidateDeadName(dead_name).ok()) continue;  // temp files are dotfiles
+    Result<LoadedRecord> r = LoadRecord(dead_dir(), dead_name);
+    if (!r) {
+      if (r.status().code() != StatusCode::kNotFound) out.unreadable.push_back(dead_name);
+      continue;  // kNotFound: purged while we listed
+    }
+    if (Matches(r.value(), filter, now)) matches.push_back(std::move(r.value().entry));
+  }
+  if (ec) return spool_io::IoError("cannot list", dead_dir(), ec);
+  std::sort(matches.begin(), matches.end(), [](const DeadEntry& a, const DeadEntry& b) {
+    if (a.dead_at != b.dead_at) return a.dead_at < b.dead_at;
+    return a.name < b.name;
+  });
+  std::sort(out.unreadable.begin(), out.unreadable.end());
+  out.total = matches.size();
+  const std::size_t first = std::min(filter.offset, matches.size());
+  const std::size_t count =
+      filter.limit == 0 ? matches.size() - first : std::min(filter.limit, matches.size() - first);
+  out.entries.assign(
+      std::make_move_iterator(matches.begin() + static_cast<std::ptrdiff_t>(first)),
+      std::make_move_iterator(matches.begin() + static_cast<std::ptrdiff_t>(first + count)));
+  return out;
+}
+
+Result<std::string> Spool::Requeue(std::string_view dead_name,
+                                   std::chrono::system_clock::time_point now) {
+  if (Status st = ValidateDeadName(dead_name); !st.ok()) return st;
+  Result<LoadedRecord> loaded = LoadRecord(dead_dir(), dead_name);
+  if (!loaded) return loaded.status();
+  DeadEntry& e = loaded.value().entry;
+
+  // The new name starts with the old one, so it sorts with the data's original age.
+  // @ref LLP 0020#requeue
+  std::string new_name;
+  for (std::uint32_t n = e.requeues + 1;; ++n) {
+    new_name = e.name + ".requeued-" + std::to_string(n);
+    std::error_code ec;
+    if (!fs::exists(PartitionPath(new_name), ec) && !ec) break;
+    if (ec) return spool_io::IoError("cannot check", PartitionPath(new_name), ec);
+  }
+  if (Status st = ValidatePartitionName(new_name); !st.ok()) {
+    return Status(StatusCode::kInvalidName, "cannot requeue " + e.name + ": " + st.message());
+  }
+
+  Result<internal::FileReader> rows = internal::FileReader::Open(e.rows_path);
+  if (!rows.ok()) {
+    return spool_io::Reworded(rows.status(),
+                              "cannot requeue " + e.name + ": " + rows.status().message());
+  }
+  spool_io::TempFile out;
+  Status st = out.Create(incoming_dir() / (new_name + ".ndjson.tmp"));
+  std::string block(kReadBlock, '\0');
+  std::uint64_t pos = e.data_offset;
+  const std::uint64_t stop = e.data_offset + (e.end - e.begin);
+  while (st.ok() && pos < stop) {
+    const std::size_t want =
+        static_cast<std::size_t>(std::min<std::uint64_t>(block.size(), stop - pos));
+    const Result<std::size_t> n = rows->ReadAt(pos, block.data(), want);
+    if (!n.ok()) {
+      st = spool_io::Reworded(n.status(), "cannot requeue " + e.name + ": " + n.status().message());
+    } else if (*n == 0) {
+      st = Status(StatusCode::kCorrupt, "cannot requeue " + e.name + ": " + e.rows_path.string() +
+                                            " is shorter than its record says");
+    } else {
+      st = out.Write(std::string_view(block.data(), *n));
+      pos += *n;
+    }
+  }
+  if (!st.ok()) return st;
+  if (st = out.Commit(PartitionPath(new_name)); !st.ok()) return st;
+
+  // Keep the dead letter as the audit record of what was requeued and when.
+  e.requeued_at = now;
+  e.requeued_as = new_name;
+  ++e.requeues;
+  if (st = spool_io::WriteFileAtomic(e.record_path, DumpRecord(e)); !st.ok()) {
+    return spool_io::Reworded(st, "requeued " + e.name + " as " + new_name +
+                                      " but could not update its record: " + st.message());
+  }
+  return new_name;
+}
+
+Status Spool::Purge(std::string_view dead_name) {
+  if (Status st = ValidateDeadName(dead_name); !st.ok()) return st;
+  const std::string name(dead_name);
+  const fs::path record = dead_dir() / (name + std::string(kRecordExt));
+  const fs::path rows = dead_dir() / (name + std::string(kRowsExt));
+  std::error_code ec;
+  // Record first: once it is gone the entry is no longer listed, whatever happens next.
+  const bool had_record = fs::remove(record, ec);
+  if (ec) return spool_io::IoError("cannot purge " + name + ": remove", record, ec);
+  const bool had_rows = fs::remove(rows, ec);
+  if (ec) return spool_io::IoError("cannot purge " + name + ": remove", rows, ec);
+  if (!had_record && !had_rows) return Status(StatusCode::kNotFound, "no dead letter " + name);
+  return spool_io::FsyncDir(dead_dir());
+}
+
+Result<std::size_t> Spool::Purge(const DeadFilter& filter,
+                                 std::chrono::system_clock::time_point now) {
+  DeadFilter all = filter;
+  all.offset = 0;
+  all.limit = 0;
+  Result<DeadList> list = ListDead(all, now);
+  if (!list) return list.status();
+  std::size_t purged = 0;
+  for (const DeadEntry& e : list.value().entries) {
+    if (Status st = Purge(e.name); !st.ok()) {
+      return spool_io::Reworded(st,
+                                st.message() + " (after purging " + std::to_string(purged) + ")");
+    }
+    ++purged;
+  }
+  return purged;
+}
+
+namespace {
+
+// The bytes a dead letter holds on disk: its rows file and its record.
+std::uint64_t DeadBytes(const DeadEntry& e) {
+  std::uint64_t total = 0;
+  for (const fs::path& p : {e.rows_path, e.record_path}) {
+    std::error_code ec;
+    const auto size = fs::file_size(p, ec);
+    if (!ec) total += size;
+  }
+  return total;
+}
+
+}  // namespace
+
+// Oldest first, age before bytes: an old letter goes for its age whatever the total,
+// and the bytes cap then takes the oldest of what is left. @ref LLP 0025#caps
+Result<std::vector<PurgedDeadLetter>> EnforceDeadCaps(Spool& spool, const DeadCaps& caps,
+                                                      std::chrono::system_clock::time_point now) {
+  std::vector<PurgedDeadLetter> purged;
+  if (!caps.any()) return purged;
+  DeadFilter all;
+  all.limit = 0;
+  Result<DeadList> list = spool.ListDead(all, now);
+  if (!list) return list.status();
+  std::vector<std::uint64_t> sizes;
+  std::uint64_t total = 0;
+  for (const DeadEntry& e : list.value().entries) {
+    sizes.push_back(DeadBytes(e));
+    total += sizes.back();
+  }
+  const auto& entries = list.value().entries;
+  for (std::size_t i = 0; i < entries.size(); ++i) {
+    const DeadEntry& e = entries[i];
+    std::string_view cap;
+    if (caps.max_age && e.dead_at <= now - *caps.max_age) {
+      cap = "max_dead_age";
+    } else if (caps.max_bytes && total > *caps.max_bytes) {
+      cap = "max_dead_bytes";
+    } else {
+      break;  // the rest are younger and the total fits
+    }
+    if (Status st = spool.Purge(e.name); !st.ok() && st.code() != StatusCode::kNotFound) {
+      return st;
+    }
+    total -= sizes[i];
+    purged.push_back({.entry = e, .bytes = sizes[i], .cap = cap});
+  }
+  return purged;
+}
+
+}  // namespace fwdsink

@@ -1,0 +1,480 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "fwdsink/spool.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <charconv>
+#include <cstdio>
+#include <cstring>
+#include <optional>
+#include <system_error>
+#include <utility>
+
+#include "io/file_reader.h"
+#include "spool/spool_io.h"
+#include "spool/spool_records.h"
+
+namespace fwdsink {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::string_view kPartitionExt = ".ndjson";
+constexpr std::string_view kCursorExt = ".cursor";
+constexpr std::string_view kCursorMagic = "fwdsink-cursor v1";
+// A cursor record is one short line; anything bigger is garbage, not a cursor.
+constexpr std::size_t kMaxCursorFileBytes = 512;
+
+Status Corrupt(std::string message) { return Status(StatusCode::kCorrupt, std::move(message)); }
+
+bool NameChar(char c) {
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+         c == '_' || c == '-';
+}
+
+template <typename Int>
+bool ParseInt(std::string_view text, Int& out) {
+  if (text.empty() || text.front() == '+') return false;
+  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
+  return ec == std::errc() && ptr == text.data() + text.size();
+}
+
+// Consumes "<key>=<value>" followed by a space (or the end) from `rest`.
+bool TakeField(std::string_view& rest, std::string_view key, std::string_view& value) {
+  if (rest.substr(0, key.size()) != key || rest.size() <= key.size() || rest[key.size()] != '=') {
+    return false;
+  }
+  rest.remove_prefix(key.size() + 1);
+  const std::size_t sp = rest.find(' ');
+  value = rest.substr(0, sp);
+  rest.remove_prefix(sp == std::string_view::npos ? rest.size() : sp + 1);
+  return true;
+}
+
+std::string FormatCursorRecord(const CursorState& s) {
+  std::string body(kCursorMagic);
+  body += " offset=" + std::to_string(s.offset);
+  body += " first_failure_ms=";
+  body += s.first_failure ? std::to_string(spool_io::ToUnixMs(*s.first_failure)) : "-";
+  body += " failures=" + std::to_string(s.failures);
+  char crc[16];
+  std::snprintf(crc, sizeof crc, "%08x", static_cast<unsigned>(spool_io::Crc32(body)));
+  return body + " crc=" + crc + "\n";
+}
+
+// Parses a cursor record. On failure returns kCorrupt saying why and leaves `out`
+// untouched.
+// @ref LLP 0020#cursor-format
+Status ParseCursorRecord(std::string_view text, CursorState& out) {
+  if (text.empty()) return Corrupt("empty cursor file");
+  if (text.back() != '\n') return Corrupt("truncated cursor record (no final newline)");
+  text.remove_suffix(1);
+  if (text.find('\n') != std::string_view::npos) return Corrupt("cursor record has several lines");
+  const std::size_t crc_at = text.rfind(" crc=");
+  if (crc_at == std::string_view::npos) return Corrupt("cursor record has no checksum");
+  const std::string_view body = text.substr(0, crc_at);
+  const std::string_view crc_text = text.substr(crc_at + 5);
+  std::uint32_t crc = 0;
+  if (crc_text.size() != 8 ||
+      std::from_chars(crc_text.data(), crc_text.data() + 8, crc, 16).ptr != crc_text.data() + 8) {
+    return Corrupt("cursor checksum is not 8 hex digits");
+  }
+  if (crc != spool_io::Crc32(body)) return Corrupt("cursor checksum mismatch");
+
+  std::string_view rest = body;
+  if (rest.substr(0, kCursorMagic.size()) != kCursorMagic ||
+      rest.substr(kCursorMagic.size(), 1) != " ") {
+    return Corrupt("not a fwdsink-cursor v1 record");
+  }
+  rest.remove_prefix(kCursorMagic.size() + 1);
+  std::string_view offset_text, first_text, failures_text;
+  CursorState parsed;
+  if (!TakeField(rest, "offset", offset_text) || !ParseInt(offset_text, parsed.offset)) {
+    return Corrupt("cursor offset missing or invalid");
+  }
+  if (!TakeField(rest, "first_failure_ms", first_text))
+    return Corrupt("cursor first_failure_ms missing");
+  if (first_text != "-") {
+    std::int64_t ms = 0;
+    if (!ParseInt(first_text, ms)) return Corrupt("cursor first_failure_ms invalid");
+    parsed.first_failure = spool_io::FromUnixMs(ms);
+  }
+  if (!TakeField(rest, "failures", failures_text) || !ParseInt(failures_text, parsed.failures)) {
+    return Corrupt("cursor failures missing or invalid");
+  }
+  if (!rest.empty()) return Corrupt("cursor record has trailing fields");
+  out.offset = parsed.offset;
+  out.first_failure = parsed.first_failure;
+  out.failures = parsed.failures;
+  return OkStatus();
+}
+
+// Checks that `offset` is within the partition and at a line start. Returns OK, kCorrupt
+// when the offset is wrong for this partition, or kIo/kNotFound when the partition
+// cannot be read (the message names it).
+Status CheckOffsetAgainst(const fs::path& partition, std::uint64_t offset) {
+  Result<internal::FileReader> file = internal::FileReader::Open(partition);
+  if (!file.ok()) {
+    if (file.status().code() != StatusCode::kNotFound) return std::move(file).status();
+    return Status(StatusCode::kNotFound,
+                  "cannot open partition " + partition.string() + ": " + std::strerror(ENOENT));
+  }
+  Result<internal::FileInfo> info = file->Stat();
+  if (!info.ok()) return std::move(info).status();
+  if (offset > info->size) {
+    return Status(StatusCode::kCorrupt, "cursor offset " + std::to_string(offset) +
+                                            " is beyond the partition size " +
+                                            std::to_string(info->size));
+  }
+  Result<bool> at_line_start = file->AtLineStart(offset);
+  if (!at_line_start.ok()) return std::move(at_line_start).status();
+  if (!*at_line_start) {
+    return Status(StatusCode::kCorrupt,
+                  "cursor offset " + std::to_string(offset) + " is not at a line start");
+  }
+  return OkStatus();
+}
+
+}  // namespace
+
+Status internal::ParseCursorRecord(std::string_view text, CursorState& out) {
+  return fwdsink::ParseCursorRecord(text, out);
+}
+
+std::string_view to_string(CursorStatus status) noexcept {
+  switch (status) {
+    case CursorStatus::kMissing: return "missing";
+    case CursorStatus::kOk: return "ok";
+    case CursorStatus::kCorrupt: return "corrupt";
+    case CursorStatus::kError: return "error";
+  }
+  return "unknown";
+}
+
+Status ValidatePartitionName(std::string_view name) {
+  // Names become file names: keep them to a portable, shell-safe alphabet with no
+  // path separators and no hidden or "."/".." entries. @ref LLP 0020#names
+  auto bad = [&](std::string_view why) {
+    std::string shown(name.substr(0, 64));
+    for (char& c : shown) {
+      if (!NameChar(c)) c = '?';
+    }
+    return Status(StatusCode::kInvalidName,
+                  "invalid partition name \"" + shown + "\": " + std::string(why));
+  };
+  if (name.empty()) return bad("empty");
+  if (name.size() > kMaxPartitionNameLength) {
+    return bad("longer than " + std::to_string(kMaxPartitionNameLength) + " bytes");
+  }
+  if (name.front() == '.') return bad("starts with '.'");
+  if (!std::all_of(name.begin(), name.end(), NameChar)) {
+    return bad("only A-Z a-z 0-9 . _ - are allowed");
+  }
+  return {};
+}
+
+Result<Spool> Spool::Open(fs::path dir) {
+  if (dir.empty()) return Status(StatusCode::kInvalidArgument, "empty spool path");
+  Spool spool(dir);
+  for (const fs::path& sub :
+       {spool.dir_, spool.ready_dir(), spool.state_dir(), spool.dead_dir(), spool.incoming_dir()}) {
+    std::error_code ec;
+    fs::create_directories(sub, ec);
+    if (ec) return spool_io::IoError("cannot create spool folder", sub, ec);
+    if (!fs::is_directory(sub, ec)) {
+      return Status(StatusCode::kIo, "spool path " + sub.string() + " is not a folder");
+    }
+  }
+  return spool;
+}
+
+Result<Spool> Spool::OpenExisting(fs::path dir) {
+  if (dir.empty()) return Status(StatusCode::kInvalidArgument, "empty spool path");
+  Spool spool(dir);
+  for (const fs::path& sub : {spool.dir_, spool.ready_dir(), spool.state_dir(), spool.dead_dir()}) {
+    std::error_code ec;
+    if (!fs::is_directory(sub, ec)) {
+      return Status(StatusCode::kNotFound, "no spool folder " + sub.string());
+    }
+  }
+  return spool;
+}
+
+fs::path Spool::PartitionPath(std::string_view name) const {
+  return ready_dir() / (std::string(name) + std::string(kPartitionExt));
+}
+
+fs::path Spool::CursorPath(std::string_view name) const {
+  return state_dir() / (std::string(name) + std::string(kCursorExt));
+}
+
+Result<std::vector<ReadyPartition>> Spool::ListReady() const {
+  Result<ReadyScan> scan = ScanReady();
+  if (!scan.ok()) return std::move(scan).status();
+  return std::move(scan->ready);
+}
+
+namespace {
+
+// What ready/<file> is, looked at without following a symlink: a partition to send
+// (nullopt), or why not. Dotfiles and vanished entries are skipped (`skip`).
+std::optional<RefusedEntry> Examine(const fs::directory_entry& entry, const std::string& file,
+                                    std::uint64_t& size, bool& skip) {
+  skip = false;
+  if (file.starts_with(".")) {  // our own temp files, and "." / ".."
+    skip = true;
+    return std::nullopt;
+  }
+  struct stat st {};
+  if (::lstat(entry.path().c_str(), &st) != 0) {
+    skip = true;  // vanished between listing and stat: not ready any more
+    return std::nullopt;
+  }
+  auto refuse = [&](std::string reason, std::string detail) {
+    return RefusedEntry{file, std::move(reason), std::move(detail)};
+  };
+  if (file.size() <= kPartitionExt.size() || !file.ends_with(kPartitionExt)) {
+    return refuse("bad_name", "not a <name>.ndjson partition");
+  }
+  const std::string name = file.substr(0, file.size() - kPartitionExt.size());
+  if (Status bad = ValidatePartitionName(name); !bad.ok()) return refuse("bad_name", bad.message());
+  if (S_ISLNK(st.st_mode)) return refuse("symlink", "a symlink (never followed)");
+  if (!S_ISREG(st.st_mode)) return refuse("not_regular", "not a regular file");
+  if (st.st_nlink != 1) {
+    return refuse("hard_link", "a file with " + std::to_string(st.st_nlink) +
+                                   " hard links (each name would be sent)");
+  }
+  size = static_cast<std::uint64_t>(st.st_size);
+  return std::nullopt;
+}
+
+}  // namespace
+
+// @ref LLP 0023#spool
+Result<ReadyScan> Spool::ScanReady() const {
+  ReadyScan out;
+  std::error_code ec;
+  fs::directory_iterator it(ready_dir(), ec);
+  if (ec) return spool_io::IoError("cannot list", ready_dir(), ec);
+  for (const fs::directory_iterator end; it != end; it.increment(ec)) {
+    if (ec) return spool_io::IoError("cannot list", ready_dir(), ec);
+    const std::string file = it->path().filename().string();
+    std::uint64_t size = 0;
+    bool skip = false;
+    std::optional<RefusedEntry> refused = Examine(*it, file, size, skip);
+    if (skip) continue;
+    if (refused) {
+      out.refused.push_back(std::move(*refused));
+      continue;
+    }
+    std::string name = file.substr(0, file.size() - kPartitionExt.size());
+    out.ready.push_back(ReadyPartition{std::move(name), it->path(), size});
+  }
+  if (ec) return spool_io::IoError("cannot list", ready_dir(), ec);
+  std::sort(out.ready.begin(), out.ready.end(),
+            [](const ReadyPartition& a, const ReadyPartition& b) { return a.name < b.name; });
+  return out;
+}
+
+Result<fs::path> Spool::Quarantine(const RefusedEntry& entry) const {
+  std::error_code ec;
+  fs::create_directories(quarantine_dir(), ec);
+  if (ec) return spool_io::IoError("cannot create spool folder", quarantine_dir(), ec);
+  const fs::path from = ready_dir() / entry.file;
+  // A name too long to take a suffix keeps a short, safe one instead.
+  const std::string base = entry.file.size() > 200 ? "entry" : entry.file;
+  for (int n = 0; n < 1000; ++n) {
+    const fs::path to = quarantine_dir() / (n == 0 ? base : base + "." + std::to_string(n));
+    // renameat2(RENAME_NOREPLACE) semantics by hand: never overwrite an earlier one.
+    if (::faccessat(AT_FDCWD, to.c_str(), F_OK, AT_SYMLINK_NOFOLLOW) == 0) continue;
+    if (::rename(from.c_str(), to.c_str()) != 0) {
+      return spool_io::IoError("cannot move to quarantine", from, errno);
+    }
+    (void)spool_io::FsyncDir(ready_dir());
+    (void)spool_io::FsyncDir(quarantine_dir());
+    return to;
+  }
+  return Status(StatusCode::kIo, "quarantine is full of copies of " + base);
+}
+
+Result<Spool::FileState> Spool::PartitionState(std::string_view name) const {
+  if (Status st = ValidatePartitionName(name); !st.ok()) return st;
+  const fs::path path = PartitionPath(name);
+  struct stat st {};
+  if (::lstat(path.c_str(), &st) != 0) {
+    if (errno == ENOENT) return Status(StatusCode::kNotFound, "no partition " + path.string());
+    return spool_io::IoError("cannot stat", path, errno);
+  }
+  return FileState{
+      static_cast<std::uint64_t>(st.st_size),
+      static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
+}
+
+Result<std::vector<fs::path>> Spool::EnsureFolders() const {
+  std::vector<fs::path> made;
+  for (const fs::path& sub : {dir_, ready_dir(), state_dir(), dead_dir(), incoming_dir()}) {
+    std::error_code ec;
+    // Only what has vanished is recreated; something else in the way is a spool
+    // error that the operation needing the folder reports.
+    if (fs::exists(fs::symlink_status(sub, ec))) continue;
+    if (!fs::create_directories(sub, ec) && ec) {
+      return spool_io::IoError("cannot create spool folder", sub, ec);
+    }
+    if (!fs::is_directory(sub, ec)) {
+      return Status(StatusCode::kIo, "spool path " + sub.string() + " is not a folder");
+    }
+    made.push_back(sub);
+  }
+  return made;
+}
+
+Result<SpoolLock> SpoolLock::Acquire(const fs::path& spool_dir) {
+  const fs::path path = spool_dir / "lock";
+  const int fd = ::open(path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (fd < 0) return spool_io::IoError("cannot open the spool lock", path, errno);
+  if (::flock(fd, LOCK_EX | LOCK_NB) != 0) {
+    const int err = errno;
+    char buf[32] = {};
+    const ssize_t n = ::pread(fd, buf, sizeof buf - 1, 0);
+    ::close(fd);
+    if (err != EWOULDBLOCK) return spool_io::IoError("cannot lock", path, err);
+    std::string holder(buf, n > 0 ? static_cast<std::size_t>(n) : 0);
+    while (!holder.empty() && (holder.back() == '\n' || holder.back() == ' ')) holder.pop_back();
+    return Status(StatusCode::kBusy, "spool " + spool_dir.string() +
+                                         " is locked by another fwdsink (pid " +
+                                         (holder.empty() ? std::string("unknown") : holder) +
+                                         ", lock file " + path.string() + ")");
+  }
+  const std::string pid = std::to_string(::getpid()) + "\n";
+  if (::ftruncate(fd, 0) != 0 || ::pwrite(fd, pid.data(), pid.size(), 0) < 0) {
+    const int err = errno;
+    ::close(fd);
+    return spool_io::IoError("cannot write the spool lock", path, err);
+  }
+  return SpoolLock(fd);
+}
+
+SpoolLock::SpoolLock(SpoolLock&& other) noexcept : fd_(std::exchange(other.fd_, -1)) {}
+
+SpoolLock& SpoolLock::operator=(SpoolLock&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+  }
+  return *this;
+}
+
+// Closing the descriptor releases the flock; the file stays (removing it would race
+// with a daemon that just opened it).
+SpoolLock::~SpoolLock() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+CursorState Spool::LoadCursor(std::string_view name) const {
+  CursorState state;
+  if (Status st = ValidatePartitionName(name); !st.ok()) {
+    state.status = CursorStatus::kError;
+    state.message = st.message();
+    return state;
+  }
+  const fs::path path = CursorPath(name);
+  Result<std::string> text = spool_io::ReadSmallFile(path, kMaxCursorFileBytes);
+  if (!text) {
+    if (text.status().code() == StatusCode::kNotFound) {
+      state.status = CursorStatus::kMissing;
+    } else if (text.status().code() == StatusCode::kCorrupt) {
+      state.status = CursorStatus::kCorrupt;
+      state.message = text.status().message();
+    } else {
+      state.status = CursorStatus::kError;
+      state.message = text.status().message();
+    }
+    return state;
+  }
+  CursorState parsed;
+  if (Status why = ParseCursorRecord(text.value(), parsed); !why.ok()) {
+    // Torn or garbage: nothing in it can be trusted. Resending from 0 is safe because
+    // chunk keys are byte ranges of the same partition. @ref LLP 0020#corrupt-cursor
+    state.status = CursorStatus::kCorrupt;
+    state.message = path.string() + ": " + why.message();
+    return state;
+  }
+  if (Status why = CheckOffsetAgainst(PartitionPath(name), parsed.offset); !why.ok()) {
+    if (why.code() != StatusCode::kCorrupt) {
+      state.status = CursorStatus::kError;
+      state.message = why.message();
+      return state;
+    }
+    // The checksum held, so the failure history is genuine; only the offset is not.
+    parsed.offset = 0;
+    parsed.status = CursorStatus::kCorrupt;
+    parsed.message = path.string() + ": " + why.message();
+    return parsed;
+  }
+  parsed.status = CursorStatus::kOk;
+  return parsed;
+}
+
+Status Spool::UpdateCursor(std::string_view name, const std::function<void(CursorState&)>& change) {
+  if (Status st = ValidatePartitionName(name); !st.ok()) return st;
+  CursorState state;
+  // Keep what the record says; an unreadable record simply starts a fresh one.
+  if (Result<std::string> text = spool_io::ReadSmallFile(CursorPath(name), kMaxCursorFileBytes)) {
+    (void)ParseCursorRecord(text.value(), state);
+  }
+  change(state);
+  // @ref LLP 0020#atomic-writes
+  return spool_io::WriteFileAtomic(CursorPath(name), FormatCursorRecord(state));
+}
+
+Status Spool::SaveCursor(std::string_view name, std::uint64_t offset) {
+  return UpdateCursor(name, [offset](CursorState& state) { state.offset = offset; });
+}
+
+Status Spool::RecordFailure(std::string_view name, std::chrono::system_clock::time_point now) {
+  return UpdateCursor(name, [now](CursorState& state) {
+    // The give-up horizon runs from the first failure: a later failure, or progress in
+    // between, must not push it back. @ref LLP 0020#failure-horizon
+    if (!state.first_failure) state.first_failure = now;
+    if (state.failures < UINT32_MAX) ++state.failures;
+  });
+}
+
+Status Spool::ClearFailures(std::string_view name) {
+  return UpdateCursor(name, [](CursorState& state) {
+    // Progress restarts the give-up horizon: keep the offset, forget the failures.
+    // @ref LLP 0020#failure-horizon
+    state.first_failure.reset();
+    state.failures = 0;
+  });
+}
+
+Status Spool::MarkDelivered(std::string_view name) {
+  if (Status st = ValidatePartitionName(name); !st.ok()) return st;
+  Status result;
+  const fs::path partition = PartitionPath(name);
+  std::error_code ec;
+  if (!fs::remove(partition, ec)) {
+    result = ec ? spool_io::IoError("cannot remove partition", partition, ec)
+                : Status(StatusCode::kNotFound, "no partition " + partition.string());
+  }
+  // The cursor goes after the partition: a crash in between leaves an orphan cursor,
+  // never a partition without its cursor (which would be re-sent from 0).
+  const fs::path cursor = CursorPath(name);
+  const bool had_cursor = fs::remove(cursor, ec);
+  if (ec && result.ok()) result = spool_io::IoError("cannot remove cursor", cursor, ec);
+  if (Status st = spool_io::FsyncDir(ready_dir()); !st.ok() && result.ok()) result = st;
+  // state/ changed only if there was a cursor to remove (a one-chunk partition never
+  // has one: the driver does not save the cursor of a partition's final chunk).
+  if (had_cursor) {
+    if (Status st = spool_io::FsyncDir(state_dir()); !st.ok() && result.ok()) result = st;
+  }
+  return result;
+}
+
+}  // namespace fwdsink
