@@ -1,0 +1,203 @@
+// SPDX-License-Identifier: Apache-2.0
+// Attempt on the fake clock: each step returns when it wants to be woken (a Retry-After,
+// a ladder rung, a gate hold, a pace) and it never sleeps itself: the clock's sleeps
+// stay empty, whatever the attempt decides.
+#include "engine/attempt.h"
+
+#include <doctest/doctest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "fake_clock.h"
+#include "fwdsink/endpoints.h"
+
+using namespace std::chrono_literals;
+using fwdsink::Attempt;
+using fwdsink::AttemptRecord;
+using fwdsink::TransportResult;
+using Kind = fwdsink::Attempt::Step::Kind;
+using EndKind = fwdsink::Attempt::End::Kind;
+
+namespace {
+
+fwdsink::ForwardOptions Options() {
+  fwdsink::ForwardOptions o;
+  o.url = "http://127.0.0.1:9/ingest";  // never connected to: the test answers
+  o.backpressure.jitter = 0;            // exact waits
+  o.backpressure.inline_budget = 60s;
+  return o;
+}
+
+// Everything one sink's attempts share, with the fake clock and a test's answers.
+struct Rig {
+  fwdsink::FakeClock clock;
+  fwdsink::ForwardOptions options = Options();
+  std::shared_ptr<fwdsink::Endpoints> endpoints =
+      fwdsink::Endpoints::Make(options, fwdsink::ForwardDeps{});
+  fwdsink::SinkCredentials credentials = Links(options);
+  fwdsink::Counters counters;
+  fwdsink::UniformRandom random;
+  std::stop_source stop;
+  std::vector<fwdsink::Event> events;
+  std::vector<AttemptRecord> records;
+  fwdsink::AttemptObserver observer = [this](const AttemptRecord& r) { records.push_back(r); };
+  fwdsink::PacingReport pacing;
+  fwdsink::Route route;
+  fwdsink::Bisection bisection;
+  fwdsink::SendCore core{.options = options,
+                         .endpoints = *endpoints,
+                         .credentials = credentials,
+                         .counters = counters,
+                         .time = clock,
+                         .random = random,
+                         .stop = stop.get_token(),
+                         .content_encoding = {},
+                         .emit = [this](fwdsink::Event e) { events.push_back(std::move(e)); },
+                         .set_state = [](fwdsink::ForwardSink::State) {},
+                         .observer = observer,
+                         .pacing = pacing,
+                         .route = route,
+                         .bisection = bisection};
+  std::string wire = "{\"seq\":1}\n{\"seq\":2}\n";
+  fwdsink::Request request{.partition = "p",
+                           .range = {.begin = 0, .end = 20, .rows = 2},
+                           .key = "p:0-20",
+                           .body = wire,
+                           .wire = &wire};
+
+  static fwdsink::SinkCredentials Links(const fwdsink::ForwardOptions& o) {
+    fwdsink::SinkCredentials c;
+    auto transport = fwdsink::HttpTransport::Create(o.url, o.transport);
+    REQUIRE(transport.ok());
+    c.links.push_back(fwdsink::EndpointLink{.transport = std::move(transport).value()});
+    return c;
+  }
+  fwdsink::MonotonicTime now() const { return clock.MonotonicNow(); }
+};
+
+TransportResult Http(int status, std::optional<std::string> retry_after = std::nullopt) {
+  TransportResult r;
+  r.response.status = status;
+  r.response.retry_after = std::move(retry_after);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("Attempt: a Retry-After is a wake time on the endpoint, and the same request again") {
+  Rig rig;
+  Attempt attempt(rig.core, rig.request);
+  const auto start = rig.now();
+  REQUIRE(attempt.Start().kind == Kind::kPost);
+  const fwdsink::HeaderList headers = attempt.headers();
+  const Attempt::Step wait = attempt.Answered(Http(429, "7"), 0us);
+  REQUIRE(wait.kind == Kind::kWait);
+  CHECK(wait.wake_at - start == 7s);
+  CHECK(wait.on_endpoint);
+  CHECK(rig.clock.sleeps().empty());  // it asked to be woken; it did not sleep
+  CHECK(rig.counters.status_429.load() == 1);
+  CHECK(rig.counters.waits.load() == 1);
+  rig.clock.Advance(7s);
+  REQUIRE(attempt.Woke(Attempt::Woken::kElapsed).kind == Kind::kPost);
+  CHECK(attempt.headers() == headers);  // the same key and headers on the re-send
+  REQUIRE(attempt.Answered(Http(200), 0us).kind == Kind::kDone);
+  CHECK(attempt.end().kind == EndKind::kVerdict);
+  CHECK(attempt.end().verdict.action == fwdsink::Action::kAcknowledge);
+  CHECK(attempt.attempts() == 1);
+  CHECK(rig.clock.sleeps().empty());
+  // The observer heard both answers where they happened: a refusal, then an accepted
+  // request whose chunk had waited.
+  REQUIRE(rig.records.size() == 2);
+  CHECK(rig.records[0].kind == AttemptRecord::Kind::kRefused);
+  CHECK(rig.records[0].status == 429);
+  CHECK(rig.records[1].kind == AttemptRecord::Kind::kAccepted);
+  CHECK(rig.records[1].pushed_back);
+}
+
+TEST_CASE("Attempt: without Retry-After the wake time is the ladder's rung") {
+  Rig rig;
+  rig.options.backpressure.inline_budget = 300s;  // room for two rungs (30 s + 60 s)
+  Attempt attempt(rig.core, rig.request);
+  const auto start = rig.now();
+  REQUIRE(attempt.Start().kind == Kind::kPost);
+  const Attempt::Step first = attempt.Answered(Http(503), 0us);
+  REQUIRE(first.kind == Kind::kWait);
+  CHECK(first.wake_at - start == 30s);
+  rig.clock.Advance(30s);
+  REQUIRE(attempt.Woke(Attempt::Woken::kElapsed).kind == Kind::kPost);
+  const Attempt::Step second = attempt.Answered(Http(503), 0us);
+  REQUIRE(second.kind == Kind::kWait);
+  CHECK(second.wake_at - rig.now() == 60s);  // the next rung
+  CHECK(rig.clock.sleeps().empty());
+  CHECK(rig.records[0].kind == AttemptRecord::Kind::kRefused);
+}
+
+TEST_CASE("Attempt: a gate hold another sender set is a wake time, then the post") {
+  Rig rig;
+  rig.endpoints->at(0).gate->HoldUntil(rig.now() + 5s, "byte_rate");
+  Attempt attempt(rig.core, rig.request);
+  const auto start = rig.now();
+  const Attempt::Step held = attempt.Start();
+  REQUIRE(held.kind == Kind::kWait);
+  CHECK(held.wake_at - start == 5s);
+  CHECK(held.on_endpoint);
+  CHECK(rig.counters.gate_waits.load() == 1);
+  REQUIRE(rig.events.size() == 1);
+  CHECK(rig.events[0].name == "forward.gate_wait");
+  rig.clock.Advance(5s);
+  CHECK(attempt.Woke(Attempt::Woken::kElapsed).kind == Kind::kPost);
+  CHECK(rig.clock.sleeps().empty());
+}
+
+TEST_CASE("Attempt: a pace is a wake time not on the endpoint") {
+  Rig rig;
+  fwdsink::EndpointPacer& pacer = *rig.endpoints->at(0).pacer;
+  // An advertised quota of one request every 2 s, its burst already spent.
+  pacer.OnAccepted(rig.now(), 20,
+                   fwdsink::AdvertisedQuota{
+                       .unit = fwdsink::QuotaUnit::kRequests, .rate_per_s = 0.5, .burst = 1});
+  REQUIRE(pacer.Reserve(rig.now(), 20) == 0ms);
+  Attempt attempt(rig.core, rig.request);
+  const auto start = rig.now();
+  const Attempt::Step paced = attempt.Start();
+  REQUIRE(paced.kind == Kind::kWait);
+  CHECK_FALSE(paced.on_endpoint);  // a failover does not cut a pace short
+  CHECK(paced.wake_at - start > 0ms);
+  CHECK(paced.wake_at - start <= 2s);
+  CHECK(rig.counters.pacer_waits.load() == 1);
+  rig.clock.Advance(std::chrono::duration_cast<std::chrono::milliseconds>(paced.wake_at - start));
+  CHECK(attempt.Woke(Attempt::Woken::kElapsed).kind == Kind::kPost);
+  CHECK(rig.clock.sleeps().empty());
+}
+
+TEST_CASE("Attempt: twins that must not wait") {
+  SUBCASE("a 200 on the first post ends it with no wait and no refusal counted") {
+    Rig rig;
+    Attempt attempt(rig.core, rig.request);
+    REQUIRE(attempt.Start().kind == Kind::kPost);
+    REQUIRE(attempt.Answered(Http(200), 0us).kind == Kind::kDone);
+    CHECK(attempt.end().verdict.action == fwdsink::Action::kAcknowledge);
+    CHECK(rig.counters.waits.load() == 0);
+    REQUIRE(rig.records.size() == 1);
+    CHECK_FALSE(rig.records[0].pushed_back);
+  }
+  SUBCASE("a wait past the inline budget is a give-up, not a wake time") {
+    Rig rig;
+    Attempt attempt(rig.core, rig.request);
+    REQUIRE(attempt.Start().kind == Kind::kPost);
+    REQUIRE(attempt.Answered(Http(429, "120"), 0us).kind == Kind::kDone);
+    CHECK(attempt.end().kind == EndKind::kGiveUp);
+    CHECK(attempt.end().would_wait == 120s);
+    CHECK(rig.counters.waits.load() == 0);
+  }
+  SUBCASE("Close() during a wait ends the attempt") {
+    Rig rig;
+    Attempt attempt(rig.core, rig.request);
+    REQUIRE(attempt.Start().kind == Kind::kPost);
+    REQUIRE(attempt.Answered(Http(429, "7"), 0us).kind == Kind::kWait);
+    REQUIRE(attempt.Woke(Attempt::Woken::kStopped).kind == Kind::kDone);
+    CHECK(attempt.end().kind == EndKind::kAborted);
+  }
+}
