@@ -63,6 +63,12 @@ TEST_CASE("CursorWindow: what it refuses changes nothing") {
   CHECK(w.durable_end() == 10);
   CHECK(w.acked_end() == 10);
   CHECK(w.open() == 1);
+  // A range opened past an unopened gap is never durable over the gap.
+  CursorWindow g(100);
+  REQUIRE(g.Open(200, 300));
+  CHECK(g.Ack(200, 300));
+  CHECK(g.durable_end() == 100);
+  CHECK(g.acked_end() == 100);
   // Twin: a chunk acknowledged whole is durable at once, and nothing is inside.
   CHECK(w.Ack(10, 20));
   CHECK(w.durable_end() == 20);
