@@ -115,6 +115,15 @@ inline constexpr std::string_view kDriverSpoolRepaired = "driver.spool_repaired"
 // not removed. Fields: partition, reason ("grew" | "changed"), begin (what was sent),
 // end (its size now), message.
 inline constexpr std::string_view kDriverHandoverChanged = "driver.handover_changed";
+// --profile clickhouse: the target table cannot deduplicate every retry (read at start
+// and on SIGHUP over the endpoint): its replicated_deduplication_window (or _seconds) is
+// smaller than the retries need (reason "dedup_window_too_small"), or it is not a
+// Replicated*MergeTree ("not_replicated"). Not a failure: /readyz stays 200 with a note.
+// Fields: reason, message (the table, its window, the need). @ref LLP 0017#dedup-window
+inline constexpr std::string_view kDriverEngineWarning = "driver.engine_warning";
+// The window could not be read (no rights on system tables, no such table, no answer):
+// said once, at info, and nothing else happens. Fields: reason="unreadable", message.
+inline constexpr std::string_view kDriverEngineUnchecked = "driver.engine_unchecked";
 // The daemon started. Fields: pid, mode ("once" | "run"), spool, url, metrics (the
 // --metrics-listen address as bound, when set).
 inline constexpr std::string_view kDaemonStart = "daemon.start";
