@@ -5,12 +5,14 @@
 // clickhouse-server is not installed (scripts/deps.sh installs it).
 // @ref LLP 0017#clickhouse-tests
 #include <doctest/doctest.h>
+#include <httplib.h>
 #include <signal.h>
 
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <memory>
 #include <string>
 #include <thread>
@@ -249,4 +251,41 @@ TEST_CASE("ClickHouse: SIGKILL during a forward loses nothing") {
   const std::uint64_t duplicates = total - distinct;
   MESSAGE("rows stored twice after SIGKILL: " << duplicates);
   CHECK(duplicates <= 2 * 1200);  // two 64 KiB chunks of ~55-byte rows
+}
+
+TEST_CASE("ClickHouse: the dedup check, at start and on SIGHUP, notes a MergeTree on /readyz") {
+  REQUIRE_CLICKHOUSE(ch);
+  ch->Table("t_check");
+  const fs::path dir = fwdsink::test::FreshDir(kSuite, "dedup_check");
+  Seal(dir / "spool", 1000);
+  DaemonProcess d(dir, "daemon",
+                  {"forward", "--spool", (dir / "spool").string(), "--url", ch->Url("t_check"),
+                   "--log-json", "--profile", "clickhouse", "--compression", "gzip",
+                   "--metrics-listen", "127.0.0.1:0", "--poll", "0.2"});
+  REQUIRE(d.started());
+  const auto wait_for = [&](const std::function<bool()>& done) {
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (!done() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(20ms);
+    return done();
+  };
+  const std::string warning = R"("event":"driver.engine_warning")";
+  REQUIRE(wait_for([&] { return Count(d.err(), warning) == 1; }));
+  const std::string log = d.err();
+  const auto at = log.find(R"("metrics":")");
+  REQUIRE(at != std::string::npos);
+  const std::string address = log.substr(at + 11, log.find('"', at + 11) - at - 11);
+  httplib::Client cli(address.substr(0, address.rfind(':')),
+                      std::stoi(address.substr(address.rfind(':') + 1)));
+  cli.set_read_timeout(5s);
+  auto ready = cli.Get("/readyz");
+  REQUIRE(ready);
+  CHECK(ready->status == 200);  // a note, not a failure
+  CHECK(ready->body.find("ready\nnote: t_check is not a Replicated*MergeTree") == 0);
+  // SIGHUP reads it again: a second warning.
+  d.Signal(SIGHUP);
+  CHECK(wait_for([&] { return Count(d.err(), warning) == 2; }));
+  CHECK(wait_for([&] { return ch->Query("SELECT count() FROM t_check") == "1000\n"; }));
+  d.Signal(SIGTERM);
+  CHECK(d.Wait(20s) == std::optional<int>(kExitOk));
 }
