@@ -420,10 +420,12 @@ TEST_CASE("cluster: the primary frozen (SIGSTOP) mid-stream until failover store
   const fs::path spool = dir / "spool";
   SealRows(spool);
   bool failed_over = false;
+  std::uint64_t frozen_at = 0;
   std::string err;
   const int code = RunToEmpty(
       dir, "daemon", spool, {c->r1->Url(table), c->r2->Url(table)}, &err, [&](DaemonProcess& d) {
         REQUIRE(WaitFor([&] { return Count(*c->r1, table) > kRows / 10; }, 30s));
+        frozen_at = Count(*c->r1, table);
         c->r1->Signal(SIGSTOP);
         failed_over = WaitFor(
             [&] { return d.err().find(R"("event":"forward.failover")") != std::string::npos; },
@@ -433,6 +435,8 @@ TEST_CASE("cluster: the primary frozen (SIGSTOP) mid-stream until failover store
   c->r1->Signal(SIGCONT);  // also when a REQUIRE above failed
   INFO(err.substr(0, 4000));
   CHECK(failed_over);
+  MESSAGE("frozen with " << frozen_at << " rows stored");
+  CHECK(frozen_at < kRows);  // mid-stream
   CHECK(code == 0);
   // The twin of integration_clickhouse_test's warning: this table's window (2,000
   // blocks) covers the need at the default fleet rate (10/s x 70 s = 700): nothing said.
@@ -471,10 +475,12 @@ TEST_CASE("cluster: a replica killed and restarted during the run loses and doub
   const fs::path spool = dir / "spool";
   SealRows(spool);
   bool restarted = false;
+  std::uint64_t killed_at = 0;
   std::string err;
   const int code = RunToEmpty(
       dir, "daemon", spool, {c->r1->Url(table), c->r2->Url(table)}, &err, [&](DaemonProcess& d) {
         REQUIRE(WaitFor([&] { return Count(*c->r1, table) > kRows / 10; }, 30s));
+        killed_at = Count(*c->r1, table);
         c->r1->Kill();
         WaitFor([&] { return d.err().find(R"("event":"forward.failover")") != std::string::npos; },
                 20s);
@@ -482,6 +488,8 @@ TEST_CASE("cluster: a replica killed and restarted during the run loses and doub
       });
   INFO(err.substr(0, 3000));
   CHECK(restarted);
+  MESSAGE("replica 1 killed with " << killed_at << " rows stored");
+  CHECK(killed_at < kRows);  // mid-stream
   CHECK(Occurrences(err, R"("event":"forward.failover")") >= 1);
   CHECK(code == 0);
   CheckExactlyOnce(*c, table);
