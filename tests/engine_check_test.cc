@@ -11,6 +11,7 @@
 #include <condition_variable>
 #include <mutex>
 #include <string>
+#include <thread>
 
 #include "fwdsink/settings.h"
 #include "scripted_server.h"
@@ -172,7 +173,7 @@ TEST_CASE("EngineCheckWorker: runs once per trigger on its own thread; joins at 
   std::condition_variable cv;
   int runs = 0;
   {
-    fwdsink::EngineCheckWorker worker([&] {
+    fwdsink::EngineCheckWorker worker([&](std::stop_token) {
       std::lock_guard lock(mu);
       ++runs;
       cv.notify_all();
@@ -182,4 +183,30 @@ TEST_CASE("EngineCheckWorker: runs once per trigger on its own thread; joins at 
     REQUIRE(cv.wait_for(lock, 10s, [&] { return runs == 1; }));
   }
   CHECK(runs == 1);  // no run without a trigger
+}
+
+TEST_CASE("EngineCheckWorker: Stop() aborts a query the server does not answer") {
+  ScriptedServer server;
+  server.Then(fwdsink_test::Reply{.status = 200, .body = kReplicated, .delay = 60s});
+  const fwdsink::ForwardOptions o = Options(server);
+  std::mutex mu;
+  std::string error = "(not run)";
+  {
+    fwdsink::EngineCheckWorker worker([&](std::stop_token stop) {
+      const fwdsink::QueryAnswer a = fwdsink::ClickHouseQueryRunner(o, stop)("SELECT 1");
+      std::lock_guard lock(mu);
+      error = a.error;
+    });
+    worker.Trigger();
+    // The phase: the query is at the server, which holds its answer back.
+    while (server.requests().empty()) std::this_thread::yield();
+    worker.Stop();
+  }                                   // joins
+  CHECK(error.find("aborted") == 0);  // not a timeout 5 s later, not the answer a minute later
+
+  SUBCASE("the twin: a runner whose token is never stopped gets the answer") {
+    ScriptedServer quick;
+    quick.Then(200, {}, "1\n");
+    CHECK(fwdsink::ClickHouseQueryRunner(Options(quick))("SELECT 1").body == "1\n");
+  }
 }

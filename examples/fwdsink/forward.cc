@@ -470,11 +470,12 @@ int RunForward(const ForwardConfig& config) {
   out.Json(start, fwdsink::EventLevel(fwdsink::events::kDaemonStart), false);
 
   // Can the table dedupe our retries? At start and on SIGHUP. @ref LLP 0017#dedup-window
-  fwdsink::EngineCheckWorker engine_check([&config, &out, &health] {
+  fwdsink::EngineCheckWorker engine_check([&config, &out, &health](std::stop_token stop) {
     fwdsink::ForwardOptions o = config.driver.forward;
     if (!LoadRequestSecrets(config.request, o).ok()) return;
-    fwdsink::EngineCheckResult r = fwdsink::CheckDedupWindow(o, config.daemon.fleet_insert_rate,
-                                                             fwdsink::ClickHouseQueryRunner(o));
+    fwdsink::EngineCheckResult r = fwdsink::CheckDedupWindow(
+        o, config.daemon.fleet_insert_rate, fwdsink::ClickHouseQueryRunner(o, stop));
+    if (stop.stop_requested()) return;  // stopping: an aborted query says nothing
     r.event.label = o.label;
     if (!r.event.name.empty()) out.Event(r.event);
     health.SetNote(r.note);
@@ -516,6 +517,7 @@ int RunForward(const ForwardConfig& config) {
         continue;
       }
       stop_signal.store(sig);
+      engine_check.Stop();  // a query to a silent server must not hold the exit
       // Close() only signals and shuts sockets down: Run()/Tick() return within ~100 ms.
       driver->Close();
       return;

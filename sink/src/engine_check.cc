@@ -228,7 +228,7 @@ std::optional<std::string> InsertTable(std::string_view url) {
   return table;
 }
 
-QueryRunner ClickHouseQueryRunner(const ForwardOptions& options) {
+QueryRunner ClickHouseQueryRunner(const ForwardOptions& options, std::stop_token stop) {
   TransportOptions t = options.transport;
   t.body_prefix_bytes = kAnswerBytes;
   // A check, not a chunk: a server that does not answer is given up on soon.
@@ -244,18 +244,21 @@ QueryRunner ClickHouseQueryRunner(const ForwardOptions& options) {
   const std::string url = WithoutQueryParam(options.url);
   auto mu = std::make_shared<std::mutex>();
   std::shared_ptr<HttpTransport> transport;
-  return [url, t, headers, mu, transport](const std::string& sql) mutable -> QueryAnswer {
+  return [url, t, headers, mu, transport, stop](const std::string& sql) mutable -> QueryAnswer {
     std::lock_guard lock(*mu);
+    if (stop.stop_requested()) return {.status = 0, .body = {}, .error = "aborted: stopping"};
     if (!transport) {
       auto made = HttpTransport::Create(url, t);
       if (!made.ok()) return {.status = 0, .body = {}, .error = made.status().message()};
       transport = std::move(made).value();
     }
     std::string body = sql;
+    // Abort() is sticky and safe from any thread: a stop mid-query ends it at once.
+    const std::stop_callback abort(stop, [&transport] { transport->Abort(); });
     const TransportResult r = transport->Post(headers, body, "", {});
     if (r.error != TransportError::kNone) {
       transport.reset();  // a fresh connection for the next query
-      return {.status = 0, .body = {}, .error = r.message};
+      return {.status = 0, .body = {}, .error = std::string(to_string(r.error)) + ": " + r.message};
     }
     return {.status = r.response.status, .body = r.response.body_prefix, .error = {}};
   };
@@ -299,7 +302,7 @@ EngineCheckResult CheckDedupWindow(const ForwardOptions& options, double fleet_i
   return r;
 }
 
-EngineCheckWorker::EngineCheckWorker(std::function<void()> check)
+EngineCheckWorker::EngineCheckWorker(std::function<void(std::stop_token)> check)
     : check_(std::move(check)), thread_([this] { Loop(); }) {}
 
 EngineCheckWorker::~EngineCheckWorker() {
@@ -326,7 +329,7 @@ void EngineCheckWorker::Loop() {
     if (stop_) return;
     pending_ = false;
     lock.unlock();
-    check_();
+    check_(stop_source_.get_token());
     lock.lock();
   }
 }

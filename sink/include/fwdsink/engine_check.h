@@ -18,6 +18,7 @@
 #include <functional>
 #include <mutex>
 #include <optional>
+#include <stop_token>
 #include <string>
 #include <thread>
 
@@ -61,8 +62,12 @@ using QueryRunner = std::function<QueryAnswer(const std::string& sql)>;
 
 // Returns a runner that POSTs to `options.url` without its `query` parameter (the
 // others, user, password, database, stay) with the same headers, Basic auth, TLS and
-// proxy settings as the sink's requests. Any thread; one call at a time.
-[[nodiscard]] QueryRunner ClickHouseQueryRunner(const ForwardOptions& options);
+// proxy settings as the sink's requests, 2 s to connect and 5 s to answer. `stop`
+// aborts a query in flight (and fails every later one at once), so that a daemon that
+// is told to stop never waits on a server that does not answer. Any thread; one call
+// at a time.
+[[nodiscard]] QueryRunner ClickHouseQueryRunner(const ForwardOptions& options,
+                                                std::stop_token stop = {});
 
 // Returns the table of the INSERT in `url`'s `query` parameter ("db.t" or "t"), or
 // nullopt when there is none (a URL without an INSERT ... query).
@@ -95,20 +100,26 @@ struct EngineCheckResult {
 
 // Runs a check on its own thread, once per Trigger() (triggers while one runs fold into
 // one more run), so that a server that does not answer never holds up the first tick or
-// the signal thread. The destructor waits for a run in progress (bounded by the query
-// runner's timeouts) and joins. Trigger() from any thread.
+// the signal thread. Stop() stops the token the check was given (pass it to
+// ClickHouseQueryRunner: a query in flight is aborted); the destructor lets a run in
+// progress finish (bounded by the runner's timeouts; a `--once` pass that ends first
+// still says what the check found), drops a trigger not yet started, and joins.
+// Trigger() and Stop() from any thread.
 class EngineCheckWorker {
  public:
-  explicit EngineCheckWorker(std::function<void()> check);
+  explicit EngineCheckWorker(std::function<void(std::stop_token)> check);
   EngineCheckWorker(const EngineCheckWorker&) = delete;
   EngineCheckWorker& operator=(const EngineCheckWorker&) = delete;
   ~EngineCheckWorker();
   // Asks for one more run.
   void Trigger();
+  // Aborts the run in progress and every later one (the daemon is stopping).
+  void Stop() { stop_source_.request_stop(); }
 
  private:
   void Loop();
-  std::function<void()> check_;
+  std::function<void(std::stop_token)> check_;
+  std::stop_source stop_source_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool pending_ = false;  // guarded by mu_
