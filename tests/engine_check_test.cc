@@ -210,3 +210,19 @@ TEST_CASE("EngineCheckWorker: Stop() aborts a query the server does not answer")
     CHECK(fwdsink::ClickHouseQueryRunner(Options(quick))("SELECT 1").body == "1\n");
   }
 }
+
+TEST_CASE("ClickHouseQueryRunner: a URL without a path queries '/', other parameters kept") {
+  ScriptedServer server;
+  server.Then(200, {}, "1\n");
+  server.Then(200, {}, "1\n");
+  fwdsink::ForwardOptions o = Options(server);
+  o.url = server.url("?query=INSERT+INTO+t+FORMAT+JSONEachRow");
+  CHECK(fwdsink::ClickHouseQueryRunner(o)("SELECT 1").body == "1\n");
+  o.url = server.url("?database=db&query=INSERT+INTO+t+FORMAT+JSONEachRow&user=u#frag");
+  CHECK(fwdsink::ClickHouseQueryRunner(o)("SELECT 1").body == "1\n");
+  const auto requests = server.requests();
+  REQUIRE(requests.size() == 2);
+  CHECK(requests[0].target == "/");
+  CHECK(requests[1].target == "/?database=db&user=u");
+  CHECK(requests[1].body == "SELECT 1");
+}

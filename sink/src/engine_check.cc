@@ -65,23 +65,27 @@ std::pair<std::string_view, std::string_view> SplitQuery(std::string_view url) {
   return {url.substr(0, q), url.substr(q + 1)};
 }
 
-// `url` without its `query=` parameter.
+// Calls `each` with every "name=value" parameter of a URL's query string.
+template <typename Each>
+void ForEachParam(std::string_view query, Each each) {
+  while (!query.empty()) {
+    const auto amp = query.find('&');
+    if (const std::string_view p = query.substr(0, amp); !p.empty()) each(p);
+    query = amp == std::string_view::npos ? std::string_view{} : query.substr(amp + 1);
+  }
+}
+
+// `url` without its `query=` parameter, with a path ("/" when it had none).
 std::string WithoutQueryParam(std::string_view url) {
   const auto [base, query] = SplitQuery(url);
   std::string kept;
-  std::size_t at = 0;
-  while (at <= query.size() && !query.empty()) {
-    const auto amp = query.find('&', at);
-    const std::string_view param = query.substr(at, amp == std::string_view::npos ? amp : amp - at);
-    if (!param.empty() && param.substr(0, param.find('=')) != "query") {
-      kept += (kept.empty() ? "" : "&") + std::string(param);
-    }
-    if (amp == std::string_view::npos) break;
-    at = amp + 1;
-  }
+  ForEachParam(query, [&kept](std::string_view p) {
+    if (p.substr(0, p.find('=')) != "query") kept += (kept.empty() ? "" : "&") + std::string(p);
+  });
+  const auto authority = base.find("://");
   std::string out(base);
-  if (out.find('/', out.find("//") == std::string::npos ? 0 : out.find("//") + 2) ==
-      std::string::npos) {
+  if (base.find('/', authority == std::string_view::npos ? 0 : authority + 3) ==
+      std::string_view::npos) {
     out += '/';
   }
   return kept.empty() ? out : out + "?" + kept;
@@ -203,17 +207,10 @@ DedupNeed DedupWindowNeeded(const BackpressurePolicy& policy, double fleet_inser
 }
 
 std::optional<std::string> InsertTable(std::string_view url) {
-  const auto [base, query] = SplitQuery(url);
-  (void)base;
-  std::size_t at = 0;
   std::string sql;
-  while (at <= query.size() && !query.empty()) {
-    const auto amp = query.find('&', at);
-    const std::string_view param = query.substr(at, amp == std::string_view::npos ? amp : amp - at);
-    if (param.substr(0, 6) == "query=") sql = DecodeQueryValue(param.substr(6));
-    if (amp == std::string_view::npos) break;
-    at = amp + 1;
-  }
+  ForEachParam(SplitQuery(url).second, [&sql](std::string_view p) {
+    if (p.substr(0, 6) == "query=") sql = DecodeQueryValue(p.substr(6));
+  });
   const std::string lower = Lower(sql);
   const auto insert = lower.find("insert into ");
   if (insert == std::string::npos) return std::nullopt;
