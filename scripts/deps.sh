@@ -15,6 +15,7 @@ PKGS=(
   libzstd-dev zstd                     # compression (library; CLI for the benchmark baseline)
   zlib1g-dev                           # gzip Content-Encoding
   clickhouse-server clickhouse-client  # the real-engine tests (LABEL engines) and benchmark
+  zookeeper default-jre-headless       # the replicated ClickHouse cluster test (LABEL cluster)
   doctest-dev                          # tests
   curl                                 # demo and benchmark baseline
   clang-format                         # the format check in .ci/run (scripts/format.sh)

@@ -32,6 +32,7 @@
 #include "fwdsink/credentials.h"
 #include "fwdsink/driver.h"
 #include "fwdsink/endpoints.h"
+#include "fwdsink/engine_check.h"
 #include "fwdsink/exit_code.h"
 #include "fwdsink/http_header.h"
 #include "fwdsink/settings.h"
@@ -468,6 +469,18 @@ int RunForward(const ForwardConfig& config) {
   if (metrics) start.Add("metrics", metrics->address());  // @ref LLP 0025#metrics
   out.Json(start, fwdsink::EventLevel(fwdsink::events::kDaemonStart), false);
 
+  // Can the table dedupe our retries? At start and on SIGHUP. @ref LLP 0017#dedup-window
+  fwdsink::EngineCheckWorker engine_check([&config, &out, &health](std::stop_token stop) {
+    fwdsink::ForwardOptions o = config.driver.forward;
+    if (!LoadRequestSecrets(config.request, o).ok()) return;
+    fwdsink::EngineCheckResult r = fwdsink::CheckDedupWindow(
+        o, config.daemon.fleet_insert_rate, fwdsink::ClickHouseQueryRunner(o, stop));
+    if (stop.stop_requested()) return;  // stopping: an aborted query says nothing
+    r.event.label = o.label;
+    if (!r.event.name.empty()) out.Event(r.event);
+    health.SetNote(r.note);
+  });
+  engine_check.Trigger();
   Reporter reporter(*driver, out, ops, config.daemon.stats_interval);
   // @ref LLP 0025#systemd: READY=1 once the spool is open and locked.
   ServiceNotifier notifier;
@@ -493,6 +506,7 @@ int RunForward(const ForwardConfig& config) {
         // failed reload, the old values kept. @ref LLP 0023#regular-files
         try {
           Reload(config, out, *credentials);
+          engine_check.Trigger();
         } catch (const std::exception& e) {
           fwdsink::JsonObject line;
           line.Add("event", fwdsink::events::kDaemonReloadFailed)
@@ -503,6 +517,7 @@ int RunForward(const ForwardConfig& config) {
         continue;
       }
       stop_signal.store(sig);
+      engine_check.Stop();  // a query to a silent server must not hold the exit
       // Close() only signals and shuts sockets down: Run()/Tick() return within ~100 ms.
       driver->Close();
       return;

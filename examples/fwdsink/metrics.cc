@@ -88,12 +88,12 @@ Readiness Health::Check() const {
   for (const char* sub : {"", "ready", "state", "dead"}) {
     const std::filesystem::path dir = *sub ? spool_ / sub : spool_;
     if (::access(dir.c_str(), W_OK | X_OK) != 0) {
-      return {false, "spool folder " + dir.string() + " is not usable"};
+      return {false, "spool folder " + dir.string() + " is not usable", {}};
     }
   }
   std::lock_guard lock(mu_);
-  if (!blocked_.empty() && Acked() <= acked_at_block_) return {false, blocked_};
-  return {};
+  if (!blocked_.empty() && Acked() <= acked_at_block_) return {false, blocked_, {}};
+  return {true, {}, note_};
 }
 
 std::string MetricsPage(const MetricsSources& s) {
@@ -165,7 +165,8 @@ std::unique_ptr<MetricsServer> MetricsServer::Start(std::string_view listen, Met
     if (path == "/readyz") {
       const Readiness r = src->health->Check();
       return {.status = r.ready ? 200 : 503,
-              .body = r.ready ? std::string("ready\n") : "not ready: " + r.reason + "\n"};
+              .body = r.ready ? "ready\n" + (r.note.empty() ? "" : "note: " + r.note + "\n")
+                              : "not ready: " + r.reason + "\n"};
     }
     return {.status = 404, .body = "not found\n"};
   };

@@ -27,6 +27,7 @@ namespace fwdsink_cli {
 struct Readiness {
   bool ready = true;
   std::string reason;  // why not, one line
+  std::string note;    // said while ready (e.g. the engine cannot dedupe retries), or ""
 };
 
 // Tracks what /readyz answers. Ready when the spool's folders are usable and the last
@@ -44,6 +45,11 @@ class Health {
   void OnEvent(const fwdsink::Event& e);
   // Returns the readiness now.
   [[nodiscard]] Readiness Check() const;
+  // Sets the note /readyz adds while ready ("" clears it). Any thread. @ref LLP 0017#dedup-window
+  void SetNote(std::string note) {
+    std::lock_guard lock(mu_);
+    note_ = std::move(note);
+  }
 
  private:
   [[nodiscard]] std::uint64_t Acked() const;
@@ -53,6 +59,7 @@ class Health {
   mutable std::mutex mu_;
   std::string blocked_;               // guarded by mu_: the error, "" when none
   std::uint64_t acked_at_block_ = 0;  // guarded by mu_: chunks_acked when it happened
+  std::string note_;                  // guarded by mu_
 };
 
 // What the /metrics page and the stats line report besides the counter lists.

@@ -5,8 +5,8 @@
 #
 #   bash tests/bench/run.sh                 full run (1 GiB figures, ~15-20 min, 2 cores)
 #   bash tests/bench/run.sh --smoke         tiny sizes, < 60 s: what ctest's bench_smoke runs
-#   bash tests/bench/run.sh --only 1,2,P    some figures (1..14, 9u, 9i/9z/9s, C = ClickHouse, and P =
-#                                           perf profile of fig. 1)
+#   bash tests/bench/run.sh --only 1,2,P    some figures (1..14, 9u, 9i/9z/9s, C = ClickHouse, R = two
+#                                           ClickHouse replicas, and P = perf profile of fig. 1)
 #   --runs N                                runs per figure, the median is reported (default 3)
 #   --daemon BIN --central BIN --gen BIN --close-bench BIN --sim BIN --proxy BIN
 #                                           use these binaries (default: build them, Release,
@@ -24,7 +24,8 @@
 # harness itself failed (a binary missing, rows lost, a daemon exiting non-zero).
 # Figure 8 (syslog-ng) installs syslog-ng-core and syslog-ng-mod-http with apt-get if
 # they are missing; --smoke skips it, C (ClickHouse, needs clickhouse-server from
-# scripts/deps.sh) and the profile P unless asked for with --only.
+# scripts/deps.sh), R (ZooKeeper and two replicas, also zookeeper) and the profile P
+# unless asked for with --only.
 # Figures 9-11 (pacing, LLP 0016) run real daemons for >= 30 s each at the limit; --smoke
 # skips them unless asked for. Figure 10 needs nginx (nginx-light, scripts/deps.sh),
 # started here as an ordinary process with a temporary config on 127.0.0.1. Figure 12
@@ -59,7 +60,7 @@ while (($#)); do
     --work) work=$2; shift ;;
     --receiver-dir) receiver_dir=$2; shift ;;
     --keep) keep=1 ;;
-    -h|--help) sed -n '2,29p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument '$1' (see --help)" >&2; exit 64 ;;
   esac
   shift
@@ -143,6 +144,7 @@ cleanup() {
   [[ -n $central_pid ]] && kill -TERM "$central_pid" 2>/dev/null && wait "$central_pid" 2>/dev/null
   stop_syslog
   [[ -n ${ch_pid:-} ]] && kill -TERM "$ch_pid" 2>/dev/null && wait "$ch_pid" 2>/dev/null
+  ! declare -F stop_cluster >/dev/null || stop_cluster
   stop_nginx
   ((keep)) || { rm -rf "$work"; ! declare -F free_receiver_dirs >/dev/null || free_receiver_dirs all; [[ -z $receiver_dir ]] || rmdir "$receiver_dir" 2>/dev/null || true; }
 }
@@ -649,6 +651,106 @@ XML
     m=$(median "${fw_cpu[@]}"); b=$(median "${cu_cpu[@]}")
     row "C2. client CPU per GiB into ClickHouse" "$m s/GiB" "$b s/GiB (curl)" "$(calc "$m / $b")x" "info" "-"
     stop_clickhouse
+    rm -rf "$chunks_dir" "$chf" "$d"
+  fi
+fi
+
+# ---- R: into a 2-replica ClickHouse cluster (ZooKeeper + two clickhouse-server 18.16,
+# ReplicatedMergeTree): fwdsink defaults (both replicas as --url, gzip) vs curl -K posting
+# the same gzip chunks (gzip -1) one after another to replica 1. @ref LLP 0030#cluster
+zk_pid="" r_pids=()
+stop_cluster() {
+  local p
+  for p in "${r_pids[@]}" $zk_pid; do kill -TERM "$p" 2>/dev/null && wait "$p" 2>/dev/null || true; done
+  r_pids=(); zk_pid=""
+  return 0
+}
+free_port() { python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'; }
+rq() { curl -sS --data-binary "$2" "http://127.0.0.1:${r_port[$1]}/"; }
+if want R && { ((smoke == 0)) || [[ -n $only ]]; }; then
+  if [[ ! -x /usr/sbin/clickhouse-server || ! -f /usr/share/java/zookeeper.jar ]]; then
+    row "R. into a 2-replica ClickHouse" "not run: clickhouse-server or zookeeper not installed (scripts/deps.sh)" "-" "-" "-" "-"
+  else
+    d=$work/cluster; rm -rf "$d"; mkdir -p "$d/zk/data"
+    zk_port=$(free_port)
+    printf 'tickTime=500\ndataDir=%s\nclientPort=%s\nclientPortAddress=127.0.0.1\nadmin.enableServer=false\nmaxClientCnxns=0\n' \
+      "$d/zk/data" "$zk_port" >"$d/zk/zoo.cfg"
+    java -Xmx192m -cp /usr/share/java/zookeeper.jar org.apache.zookeeper.server.ZooKeeperServerMain \
+      "$d/zk/zoo.cfg" >"$d/zk/log" 2>&1 &
+    zk_pid=$!
+    declare -A r_port
+    for r in 1 2; do
+      rd=$d/r$r; mkdir -p "$rd/data" "$rd/tmp"; r_port[$r]=$(free_port)
+      cat >"$rd/users.xml" <<XML
+<?xml version="1.0"?><yandex><profiles><default></default></profiles>
+<users><default><password></password><networks><ip>127.0.0.1</ip></networks><profile>default</profile><quota>default</quota></default></users>
+<quotas><default></default></quotas></yandex>
+XML
+      cat >"$rd/config.xml" <<XML
+<?xml version="1.0"?><yandex><logger><level>warning</level><log>$rd/server.log</log><errorlog>$rd/err.log</errorlog></logger>
+<listen_host>127.0.0.1</listen_host><http_port>${r_port[$r]}</http_port><tcp_port>$(free_port)</tcp_port>
+<interserver_http_port>$(free_port)</interserver_http_port><interserver_http_host>127.0.0.1</interserver_http_host>
+<zookeeper><node><host>127.0.0.1</host><port>$zk_port</port></node></zookeeper><macros><replica>r$r</replica></macros>
+<path>$rd/data/</path><tmp_path>$rd/tmp/</tmp_path><users_config>$rd/users.xml</users_config>
+<default_profile>default</default_profile><default_database>default</default_database>
+<mark_cache_size>5368709</mark_cache_size></yandex>
+XML
+    done
+    for ((i = 0; i < 600; i++)); do (exec 3<>"/dev/tcp/127.0.0.1/$zk_port") 2>/dev/null && break; sleep 0.1; done
+    for r in 1 2; do
+      /usr/sbin/clickhouse-server --config-file="$d/r$r/config.xml" >"$d/r$r/stdout" 2>&1 &
+      r_pids+=($!)
+    done
+    for r in 1 2; do
+      for ((i = 0; i < 300; i++)); do [[ $(rq $r 'SELECT 1' 2>/dev/null) == 1 ]] && break; sleep 0.1; done
+      [[ $(rq $r 'SELECT 1') == 1 ]] || die "replica $r did not start: $(tail -3 "$d/r$r/stdout")"
+    done
+    make_file ch "$CH_BYTES" 11   # figure C's rows
+    chf=$work/data/ch-rows.ndjson
+    awk -F'"' '{printf "{\"ts\":\"%s-%09d\",\"host\":\"%s\",\"v\":%d.5}\n", $4, NR, $10, NR % 1000}' "$file" >"$chf"
+    ch_rows=$(wc -l <"$chf"); ch_bytes=$(stat -c %s "$chf")
+    chunks_dir=$work/data/cl-chunks; rm -rf "$chunks_dir"; mkdir -p "$chunks_dir"
+    split -C "$CHUNK" -d -a 6 "$chf" "$chunks_dir/c"
+    gzip -1 "$chunks_dir"/c*   # the same chunks, gzip level 1 (fwdsink's)
+    fw_rps=() fw_cpu=() cu_rps=() cu_cpu=()
+    for ((i = 1; i <= runs; i++)); do
+      for who in curl fwdsink; do
+        t=r_${who}_$i
+        for r in 1 2; do
+          rq $r "CREATE TABLE $t (ts String, host String, v Float64) ENGINE = ReplicatedMergeTree('/clickhouse/tables/$t', '{replica}') ORDER BY ts SETTINGS replicated_deduplication_window = 10000" >/dev/null
+        done
+        ins() { echo "http://127.0.0.1:${r_port[$1]}/?query=INSERT+INTO+$t+FORMAT+JSONEachRow"; }
+        if [[ $who == curl ]]; then
+          cfg=$work/data/cl-curl.cfg; : >"$cfg"; sep=""
+          for f in "$chunks_dir"/c*; do
+            { printf '%s' "$sep"; sep=$'next\n'
+              printf 'url = "%s"\ndata-binary = "@%s"\noutput = "/dev/null"\n' "$(ins 1)" "$f"
+              printf 'header = "Content-Type: application/x-ndjson"\nheader = "Content-Encoding: gzip"\nheader = "Expect:"\n'
+              printf 'fail\n'; } >>"$cfg"
+          done
+          /usr/bin/time -f '%e %U %S' -o "$d/time" curl -sS -K "$cfg" || die "curl into the cluster failed"
+        else
+          new_spool "$d/spool" "$chf"
+          /usr/bin/time -f '%e %U %S' -o "$d/time" "$daemon" forward --spool "$d/spool" --url "$(ins 1)" \
+            --url "$(ins 2)" --once --profile clickhouse --compression gzip 2>"$d/fw.log" ||
+            die "fwdsink into the cluster exited non-zero: $(tail -3 "$d/fw.log")"
+        fi
+        rq 2 "SYSTEM SYNC REPLICA $t" >/dev/null
+        for r in 1 2; do
+          got=$(rq $r "SELECT count() FROM $t")
+          [[ $got == "$ch_rows" ]] || die "replica $r holds $got rows after $who, expected $ch_rows"
+        done
+        read -r wall user sys <"$d/time"
+        rps=$(calc "$ch_rows / $wall" 0); cpu=$(calc "($user + $sys) * $GiB / $ch_bytes" 2)
+        if [[ $who == curl ]]; then cu_rps+=("$rps"); cu_cpu+=("$cpu"); else fw_rps+=("$rps"); fw_cpu+=("$cpu"); fi
+        log "figR run $i: $who $wall s wall, $rps rows/s, $cpu s CPU/GiB"
+      done
+    done
+    m=$(median "${fw_rps[@]}"); b=$(median "${cu_rps[@]}")
+    row "R1. rows/s into 2 ClickHouse replicas (ReplicatedMergeTree), $(human "$ch_bytes") gzip" "$m rows/s" "$b rows/s (curl -K, same gzip chunks)" "$(calc "$m / $b")x" "info" "-"
+    m=$(median "${fw_cpu[@]}"); b=$(median "${cu_cpu[@]}")
+    row "R2. client CPU per GiB into the cluster (fwdsink compresses, curl's chunks are pre-gzipped)" "$m s/GiB" "$b s/GiB (curl)" "$(calc "$m / $b")x" "info" "-"
+    stop_cluster
     rm -rf "$chunks_dir" "$chf" "$d"
   fi
 fi

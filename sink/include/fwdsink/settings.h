@@ -92,6 +92,9 @@ struct DaemonSettings {
   std::chrono::milliseconds stats_interval = std::chrono::seconds{10};
   // GET /metrics, /healthz, /readyz on this HOST:PORT (ParseListenAddress). @ref LLP 0025
   std::optional<std::string> metrics_listen;
+  // Inserts per second the whole fleet makes into the target table: --profile
+  // clickhouse checks the table's deduplication window against it. @ref LLP 0017#dedup-window
+  double fleet_insert_rate = 10;
 };
 
 struct SinkSettings {  // what Build() yields

@@ -32,161 +32,172 @@ enum class LogLevel { kDebug, kInfo, kWarn, kError };
 // `level`. EVENT(constant, name, level) is one row; the list generates the constants
 // (fwdsink::events::k*), the catalogue (kEventCatalogue) and the levels (EventLevel()):
 // a new event is one row here. @ref LLP 0015#events
-#define FWDSINK_EVENTS(EVENT)                                                        \
-  /* A 429/503 (or a transport error / other 5xx) and the wait chosen. Fields:       \
-     partition, key, status (0 for a transport error), reason, attempt, wait_ms,     \
-     wait_source, retry_after (raw header, if any), begin, end, message (transport   \
-     error text). */                                                                 \
-  EVENT(kForwardBackpressure, "forward.backpressure", kInfo)                         \
-  /* Waiting on the endpoint's shared gate that another sender closed. Fields:       \
-     partition, key, reason, attempt, wait_ms, wait_source="gate", begin, end,       \
-     message. */                                                                     \
-  EVENT(kForwardGateWait, "forward.gate_wait", kDebug)                               \
-  /* The next wait would pass the inline budget. Fields: partition, key, status,     \
-     reason, attempt, wait_ms (the wait not taken), begin, end, message. */          \
-  EVENT(kForwardGiveUp, "forward.give_up", kWarn)                                    \
-  /* The partition is given back for a later tick. Fields: partition, key (absent    \
-     for cursor_not_saved), status (absent for cursor_not_saved), reason (the        \
-     respool reason after a give-up or "cursor_not_saved"; the server's reason or    \
-     "http_NNN" after an unexpected status), end (the resume offset), message. */    \
-  EVENT(kForwardRespool, "forward.respool", kWarn)                                   \
-  /* A chunk the server refuses as malformed (400/422/413 on a single row). Fields:  \
-     partition, key, status, reason, begin, end, message. */                         \
-  EVENT(kForwardPoison, "forward.poison", kWarn)                                     \
-  /* A chunk was split in two (413, or 400/422 to isolate a row). Fields:            \
-     partition, key, status, reason, begin, end, message. */                         \
-  EVENT(kForwardSplit, "forward.split", kInfo)                                       \
-  /* A 401 made the sink ask for a fresh token. Fields: partition, key, status,      \
-     reason, message. */                                                             \
-  EVENT(kForwardAuthRefresh, "forward.auth_refresh", kInfo)                          \
-  /* A second 401 after a refresh (or none to be had). Fields: partition, key,       \
-     status, reason, message. */                                                     \
-  EVENT(kForwardAuthFailed, "forward.auth_failed", kError)                           \
-  /* TLS handshake/verification failed: nothing was sent. Fields: partition, key,    \
-     reason="tls", message. */                                                       \
-  EVENT(kForwardTlsError, "forward.tls_error", kError)                               \
-  /* A partition was delivered to its end. Fields: partition, end, message. */       \
-  EVENT(kForwardDelivered, "forward.delivered", kInfo)                               \
-  /* Close() cut a pause or a request short. Fields: partition, end (the cursor),    \
-     message. */                                                                     \
-  EVENT(kForwardAborted, "forward.aborted", kInfo)                                   \
-  /* Anything else: the partition unreadable or torn (reason from the chunker,       \
-     begin = the offset concerned) or a chunk that could not be encoded (key,        \
-     reason="encode_failed"). Fields: partition, key, reason, begin, message. */     \
-  EVENT(kForwardError, "forward.error", kError)                                      \
-  /* The endpoint pacer made a sender wait at least a second before a request        \
-     (shorter pacing waits are counted, not logged: at the limit there is one per    \
-     request). Fields: partition, key, attempt, wait_ms, wait_source="pacer",        \
-     reason (the pace source: "learned" | "advertised"), begin, end, message. */     \
-  EVENT(kForwardPaceWait, "forward.pace_wait", kDebug)                               \
-  /* The pacing rate changed source, or moved by a quarter or more since last        \
-     reported. Fields: partition, reason (the source: "none" | "learned" |           \
-     "advertised"), rate_bytes_per_s, rate_requests_per_s (0: no limit in that       \
-     dimension; rounded up), request_interval_ms (the request rate exactly: 60000    \
-     for one a minute), message. */                                                  \
-  EVENT(kForwardPacing, "forward.pacing", kInfo)                                     \
-  /* The server refused the request, not the data: a single well-formed row refused  \
-     with nothing of its request accepted, or a bisection past its request bound.    \
-     The partition is respooled (never dead-lettered). Fields: partition, key,       \
-     status, reason (the server's), begin, end, message (names the status and the    \
-     server's reason). @ref LLP 0023#request-level-refusals */                       \
-  EVENT(kForwardRequestRefused, "forward.request_refused", kWarn)                    \
-  /* A cursor record was torn or invalid: the partition resumes from 0 under the     \
-     same keys. Fields: partition, reason="cursor_corrupt", message. */              \
-  EVENT(kDriverCursorCorrupt, "driver.cursor_corrupt", kWarn)                        \
-  /* Rows were moved to dead/: poisoned rows (status, begin, end) or a torn          \
-     partition's tail (begin = from offset). Fields: partition, status, reason,      \
-     begin, end, message. */                                                         \
-  EVENT(kDriverDeadLetter, "driver.dead_letter", kError)                             \
-  /* A partition failed past the horizon and was moved to dead/ whole. Fields:       \
-     partition, status, reason, begin (from offset), message. */                     \
-  EVENT(kDriverHorizonGiveUp, "driver.horizon_give_up", kError)                      \
-  /* The spool refused an operation. Fields: partition (absent for list_ready),      \
-     reason (the operation: list_ready, cursor_unreadable, cursor_save,              \
-     mark_delivered, dead_purge, read_poison, dead_letter), begin and end            \
-     (read_poison only), message. */                                                 \
-  EVENT(kDriverSpoolError, "driver.spool_error", kError)                             \
-  /* The server refuses our configuration (a ClickHouse unknown table, unknown       \
-     setting, unsupported encoding, wrong credentials): the partition stops, the     \
-     tick stops. Fields: partition, key, status, reason (the engine's code name),    \
-     message (what and the server's words). @ref LLP 0017#config-errors */           \
-  EVENT(kForwardConfigError, "forward.config_error", kError)                         \
-  /* Every request of a pass failed the same permanent way (404, 405, 415, a config  \
-     code): said once per pass. Fields: status, reason, message (the server's        \
-     words). @ref LLP 0017#permanent-errors */                                       \
-  EVENT(kDriverPermanentError, "driver.permanent_error", kError)                     \
-  /* An entry of ready/ that is not a partition we may send (a symlink, a hard       \
-     link, a FIFO, a device, a folder, a name outside the allowed set) was moved to  \
-     SPOOL/quarantine/. Reported once per entry. Fields: reason (symlink,            \
-     hard_link, not_regular, bad_name), message (the entry's name, escaped, and      \
-     where it went). @ref LLP 0023#spool */                                          \
-  EVENT(kDriverQuarantine, "driver.quarantine", kWarn)                               \
-  /* A spool folder had vanished and was recreated. Fields: reason                   \
-     ("folder_missing"), message (the folder). */                                    \
-  EVENT(kDriverSpoolRepaired, "driver.spool_repaired", kWarn)                        \
-  /* A delivered partition changed after it was opened (it grew, or was rewritten):  \
-     it is not removed. Fields: partition, reason ("grew" | "changed"), begin (what  \
-     was sent), end (its size now), message. */                                      \
-  EVENT(kDriverHandoverChanged, "driver.handover_changed", kWarn)                    \
-  /* The daemon started. Fields: pid, mode ("once" | "run"), spool, url, metrics     \
-     (the --metrics-listen address as bound, when set). */                           \
-  EVENT(kDaemonStart, "daemon.start", kInfo)                                         \
-  /* Periodic counters and progress from the daemon. Fields: label,                  \
-     partitions_left, rows_per_s, bytes_per_s, counters (the sink's,                 \
-     FWDSINK_SINK_COUNTERS), driver (the driver's, FWDSINK_DRIVER_COUNTERS), spool   \
-     (ready_partitions, ready_bytes, oldest_ready_age_s, dead_letters, dead_bytes,   \
-     max_dead_bytes, max_dead_age_s: the spool against its caps, @ref LLP            \
-     0025#caps). */                                                                  \
-  EVENT(kDaemonStats, "daemon.stats", kInfo)                                         \
-  /* The daemon is exiting. Fields: those of daemon.stats (rates 0), exit_code, why  \
-     ("once" | "signal"), signal (the signal number, when one stopped it). */        \
-  EVENT(kDaemonExit, "daemon.exit", kInfo)                                           \
-  /* The endpoint in use was left for the next one (several --url). Fields:          \
-     partition, key, endpoint (the one left), status, reason ("failures" | "hold"),  \
-     wait_ms (the wait not taken there), message (names both endpoints). @ref LLP    \
-     0019#leave */                                                                   \
-  EVENT(kForwardFailover, "forward.failover", kWarn)                                 \
-  /* A probe of the primary got a 2xx: the primary is in use again. Fields:          \
-     partition, key, endpoint (the primary), message. @ref LLP 0019#failback */      \
-  EVENT(kForwardFailback, "forward.failback", kInfo)                                 \
-  /* A probe of the primary failed: the fallback stays in use, the chunk goes on to  \
-     it. Fields: partition, key, endpoint (the primary), status, reason, message. */ \
-  EVENT(kForwardProbeFailed, "forward.probe_failed", kWarn)                          \
-  /* The concurrency limit fell (a 429/503, a transport error or a rising round      \
-     trip), or rose to its ceiling (rises below it are only counted). Fields:        \
-     reason ("backpressure" | "error" | "rtt_rising" | "latency_bound"), begin (the  \
-     limit before), end (the limit after), message. @ref LLP 0018#visible */         \
-  EVENT(kDriverConcurrency, "driver.concurrency", kInfo)                             \
-  /* SIGHUP was handled: the log file reopened, the header, Basic-auth and token     \
-     files re-read and handed to the senders (taken before their next chunk).        \
-     Fields: signal, reloaded (what: "log_file", "credentials"). @ref LLP            \
-     0024#reload */                                                                  \
-  EVENT(kDaemonReload, "daemon.reload", kInfo)                                       \
-  /* SIGHUP could not reload something; the old log file or credentials stay in      \
-     use. Fields: signal, reloaded (what did reload), message (what failed; never a  \
-     secret). */                                                                     \
-  EVENT(kDaemonReloadFailed, "daemon.reload_failed", kError)                         \
-  /* At start: FWDSINK_* variables in the environment that are not settings          \
-     (ignored), named in one event. Fields: variables (their names), message. @ref   \
-     LLP 0024#environment */                                                         \
-  EVENT(kDaemonUnknownEnvironment, "daemon.unknown_environment", kWarn)              \
-  /* A dead letter was deleted by a cap (--max-dead-bytes / --max-dead-age), oldest  \
-     first. Fields: partition (the dead letter's partition), reason                  \
-     ("max_dead_bytes" | "max_dead_age"), begin, end (its byte range), message (the  \
-     dead name, its size and age). @ref LLP 0025#caps */                             \
-  EVENT(kDriverDeadPurged, "driver.dead_purged", kWarn)                              \
-  /* SpoolWriter (when_full = drop_oldest) deleted the oldest ready partition to     \
-     make room under max_ready_bytes. Fields: partition, reason="max_ready_bytes",   \
-     end (its size), message. @ref LLP 0025#caps */                                  \
-  EVENT(kWriterDropOldest, "writer.drop_oldest", kWarn)                              \
-  /* SpoolWriter (when_full = block) waited for room under max_ready_bytes. Fields:  \
-     partition (the one being sealed), reason ("full" when it starts waiting,        \
-     "timeout" when it gives up), wait_ms (waited so far), message. @ref LLP         \
-     0025#caps */                                                                    \
-  EVENT(kWriterFull, "writer.full", kWarn)                                           \
-  /* The C API's periodic counters (fwdsink_conf_set_stats_cb). Fields: label,       \
-     partitions_left, counters (FWDSINK_SINK_COUNTERS), driver                       \
-     (FWDSINK_DRIVER_COUNTERS). @ref LLP 0026#callbacks */                           \
+#define FWDSINK_EVENTS(EVENT)                                                             \
+  /* A 429/503 (or a transport error / other 5xx) and the wait chosen. Fields:            \
+     partition, key, status (0 for a transport error), reason, attempt, wait_ms,          \
+     wait_source, retry_after (raw header, if any), begin, end, message (transport        \
+     error text). */                                                                      \
+  EVENT(kForwardBackpressure, "forward.backpressure", kInfo)                              \
+  /* Waiting on the endpoint's shared gate that another sender closed. Fields:            \
+     partition, key, reason, attempt, wait_ms, wait_source="gate", begin, end,            \
+     message. */                                                                          \
+  EVENT(kForwardGateWait, "forward.gate_wait", kDebug)                                    \
+  /* The next wait would pass the inline budget. Fields: partition, key, status,          \
+     reason, attempt, wait_ms (the wait not taken), begin, end, message. */               \
+  EVENT(kForwardGiveUp, "forward.give_up", kWarn)                                         \
+  /* The partition is given back for a later tick. Fields: partition, key (absent         \
+     for cursor_not_saved), status (absent for cursor_not_saved), reason (the             \
+     respool reason after a give-up or "cursor_not_saved"; the server's reason or         \
+     "http_NNN" after an unexpected status), end (the resume offset), message. */         \
+  EVENT(kForwardRespool, "forward.respool", kWarn)                                        \
+  /* A chunk the server refuses as malformed (400/422/413 on a single row). Fields:       \
+     partition, key, status, reason, begin, end, message. */                              \
+  EVENT(kForwardPoison, "forward.poison", kWarn)                                          \
+  /* A chunk was split in two (413, or 400/422 to isolate a row). Fields:                 \
+     partition, key, status, reason, begin, end, message. */                              \
+  EVENT(kForwardSplit, "forward.split", kInfo)                                            \
+  /* A 401 made the sink ask for a fresh token. Fields: partition, key, status,           \
+     reason, message. */                                                                  \
+  EVENT(kForwardAuthRefresh, "forward.auth_refresh", kInfo)                               \
+  /* A second 401 after a refresh (or none to be had). Fields: partition, key,            \
+     status, reason, message. */                                                          \
+  EVENT(kForwardAuthFailed, "forward.auth_failed", kError)                                \
+  /* TLS handshake/verification failed: nothing was sent. Fields: partition, key,         \
+     reason="tls", message. */                                                            \
+  EVENT(kForwardTlsError, "forward.tls_error", kError)                                    \
+  /* A partition was delivered to its end. Fields: partition, end, message. */            \
+  EVENT(kForwardDelivered, "forward.delivered", kInfo)                                    \
+  /* Close() cut a pause or a request short. Fields: partition, end (the cursor),         \
+     message. */                                                                          \
+  EVENT(kForwardAborted, "forward.aborted", kInfo)                                        \
+  /* Anything else: the partition unreadable or torn (reason from the chunker,            \
+     begin = the offset concerned) or a chunk that could not be encoded (key,             \
+     reason="encode_failed"). Fields: partition, key, reason, begin, message. */          \
+  EVENT(kForwardError, "forward.error", kError)                                           \
+  /* The endpoint pacer made a sender wait at least a second before a request             \
+     (shorter pacing waits are counted, not logged: at the limit there is one per         \
+     request). Fields: partition, key, attempt, wait_ms, wait_source="pacer",             \
+     reason (the pace source: "learned" | "advertised"), begin, end, message. */          \
+  EVENT(kForwardPaceWait, "forward.pace_wait", kDebug)                                    \
+  /* The pacing rate changed source, or moved by a quarter or more since last             \
+     reported. Fields: partition, reason (the source: "none" | "learned" |                \
+     "advertised"), rate_bytes_per_s, rate_requests_per_s (0: no limit in that            \
+     dimension; rounded up), request_interval_ms (the request rate exactly: 60000         \
+     for one a minute), message. */                                                       \
+  EVENT(kForwardPacing, "forward.pacing", kInfo)                                          \
+  /* The server refused the request, not the data: a single well-formed row refused       \
+     with nothing of its request accepted, or a bisection past its request bound.         \
+     The partition is respooled (never dead-lettered). Fields: partition, key,            \
+     status, reason (the server's), begin, end, message (names the status and the         \
+     server's reason). @ref LLP 0023#request-level-refusals */                            \
+  EVENT(kForwardRequestRefused, "forward.request_refused", kWarn)                         \
+  /* A cursor record was torn or invalid: the partition resumes from 0 under the          \
+     same keys. Fields: partition, reason="cursor_corrupt", message. */                   \
+  EVENT(kDriverCursorCorrupt, "driver.cursor_corrupt", kWarn)                             \
+  /* Rows were moved to dead/: poisoned rows (status, begin, end) or a torn               \
+     partition's tail (begin = from offset). Fields: partition, status, reason,           \
+     begin, end, message. */                                                              \
+  EVENT(kDriverDeadLetter, "driver.dead_letter", kError)                                  \
+  /* A partition failed past the horizon and was moved to dead/ whole. Fields:            \
+     partition, status, reason, begin (from offset), message. */                          \
+  EVENT(kDriverHorizonGiveUp, "driver.horizon_give_up", kError)                           \
+  /* The spool refused an operation. Fields: partition (absent for list_ready),           \
+     reason (the operation: list_ready, cursor_unreadable, cursor_save,                   \
+     mark_delivered, dead_purge, read_poison, dead_letter), begin and end                 \
+     (read_poison only), message. */                                                      \
+  EVENT(kDriverSpoolError, "driver.spool_error", kError)                                  \
+  /* The server refuses our configuration (a ClickHouse unknown table, unknown            \
+     setting, unsupported encoding, wrong credentials): the partition stops, the          \
+     tick stops. Fields: partition, key, status, reason (the engine's code name),         \
+     message (what and the server's words). @ref LLP 0017#config-errors */                \
+  EVENT(kForwardConfigError, "forward.config_error", kError)                              \
+  /* Every request of a pass failed the same permanent way (404, 405, 415, a config       \
+     code): said once per pass. Fields: status, reason, message (the server's             \
+     words). @ref LLP 0017#permanent-errors */                                            \
+  EVENT(kDriverPermanentError, "driver.permanent_error", kError)                          \
+  /* An entry of ready/ that is not a partition we may send (a symlink, a hard            \
+     link, a FIFO, a device, a folder, a name outside the allowed set) was moved to       \
+     SPOOL/quarantine/. Reported once per entry. Fields: reason (symlink,                 \
+     hard_link, not_regular, bad_name), message (the entry's name, escaped, and           \
+     where it went). @ref LLP 0023#spool */                                               \
+  EVENT(kDriverQuarantine, "driver.quarantine", kWarn)                                    \
+  /* A spool folder had vanished and was recreated. Fields: reason                        \
+     ("folder_missing"), message (the folder). */                                         \
+  EVENT(kDriverSpoolRepaired, "driver.spool_repaired", kWarn)                             \
+  /* A delivered partition changed after it was opened (it grew, or was rewritten):       \
+     it is not removed. Fields: partition, reason ("grew" | "changed"), begin (what       \
+     was sent), end (its size now), message. */                                           \
+  EVENT(kDriverHandoverChanged, "driver.handover_changed", kWarn)                         \
+  /* --profile clickhouse: the target table cannot deduplicate every retry (read at start \
+     and on SIGHUP over the endpoint): its replicated_deduplication_window (or _seconds)  \
+     is smaller than the retries need (reason "dedup_window_too_small"), or it is not a   \
+     Replicated*MergeTree ("not_replicated"). Not a failure: /readyz stays 200 with a     \
+     note. Fields: reason, message (the table, its window, the need).                     \
+     @ref LLP 0017#dedup-window */                                                        \
+  EVENT(kDriverEngineWarning, "driver.engine_warning", kWarn)                             \
+  /* The window could not be read (no rights on system tables, no such table, no          \
+     answer): said once, at info, and nothing else happens. Fields:                       \
+     reason="unreadable", message. */                                                     \
+  EVENT(kDriverEngineUnchecked, "driver.engine_unchecked", kInfo)                         \
+  /* The daemon started. Fields: pid, mode ("once" | "run"), spool, url, metrics          \
+     (the --metrics-listen address as bound, when set). */                                \
+  EVENT(kDaemonStart, "daemon.start", kInfo)                                              \
+  /* Periodic counters and progress from the daemon. Fields: label,                       \
+     partitions_left, rows_per_s, bytes_per_s, counters (the sink's,                      \
+     FWDSINK_SINK_COUNTERS), driver (the driver's, FWDSINK_DRIVER_COUNTERS), spool        \
+     (ready_partitions, ready_bytes, oldest_ready_age_s, dead_letters, dead_bytes,        \
+     max_dead_bytes, max_dead_age_s: the spool against its caps, @ref LLP                 \
+     0025#caps). */                                                                       \
+  EVENT(kDaemonStats, "daemon.stats", kInfo)                                              \
+  /* The daemon is exiting. Fields: those of daemon.stats (rates 0), exit_code, why       \
+     ("once" | "signal"), signal (the signal number, when one stopped it). */             \
+  EVENT(kDaemonExit, "daemon.exit", kInfo)                                                \
+  /* The endpoint in use was left for the next one (several --url). Fields:               \
+     partition, key, endpoint (the one left), status, reason ("failures" | "hold"),       \
+     wait_ms (the wait not taken there), message (names both endpoints). @ref LLP         \
+     0019#leave */                                                                        \
+  EVENT(kForwardFailover, "forward.failover", kWarn)                                      \
+  /* A probe of the primary got a 2xx: the primary is in use again. Fields:               \
+     partition, key, endpoint (the primary), message. @ref LLP 0019#failback */           \
+  EVENT(kForwardFailback, "forward.failback", kInfo)                                      \
+  /* A probe of the primary failed: the fallback stays in use, the chunk goes on to       \
+     it. Fields: partition, key, endpoint (the primary), status, reason, message. */      \
+  EVENT(kForwardProbeFailed, "forward.probe_failed", kWarn)                               \
+  /* The concurrency limit fell (a 429/503, a transport error or a rising round           \
+     trip), or rose to its ceiling (rises below it are only counted). Fields:             \
+     reason ("backpressure" | "error" | "rtt_rising" | "latency_bound"), begin (the       \
+     limit before), end (the limit after), message. @ref LLP 0018#visible */              \
+  EVENT(kDriverConcurrency, "driver.concurrency", kInfo)                                  \
+  /* SIGHUP was handled: the log file reopened, the header, Basic-auth and token          \
+     files re-read and handed to the senders (taken before their next chunk).             \
+     Fields: signal, reloaded (what: "log_file", "credentials"). @ref LLP                 \
+     0024#reload */                                                                       \
+  EVENT(kDaemonReload, "daemon.reload", kInfo)                                            \
+  /* SIGHUP could not reload something; the old log file or credentials stay in           \
+     use. Fields: signal, reloaded (what did reload), message (what failed; never a       \
+     secret). */                                                                          \
+  EVENT(kDaemonReloadFailed, "daemon.reload_failed", kError)                              \
+  /* At start: FWDSINK_* variables in the environment that are not settings               \
+     (ignored), named in one event. Fields: variables (their names), message. @ref        \
+     LLP 0024#environment */                                                              \
+  EVENT(kDaemonUnknownEnvironment, "daemon.unknown_environment", kWarn)                   \
+  /* A dead letter was deleted by a cap (--max-dead-bytes / --max-dead-age), oldest       \
+     first. Fields: partition (the dead letter's partition), reason                       \
+     ("max_dead_bytes" | "max_dead_age"), begin, end (its byte range), message (the       \
+     dead name, its size and age). @ref LLP 0025#caps */                                  \
+  EVENT(kDriverDeadPurged, "driver.dead_purged", kWarn)                                   \
+  /* SpoolWriter (when_full = drop_oldest) deleted the oldest ready partition to          \
+     make room under max_ready_bytes. Fields: partition, reason="max_ready_bytes",        \
+     end (its size), message. @ref LLP 0025#caps */                                       \
+  EVENT(kWriterDropOldest, "writer.drop_oldest", kWarn)                                   \
+  /* SpoolWriter (when_full = block) waited for room under max_ready_bytes. Fields:       \
+     partition (the one being sealed), reason ("full" when it starts waiting,             \
+     "timeout" when it gives up), wait_ms (waited so far), message. @ref LLP              \
+     0025#caps */                                                                         \
+  EVENT(kWriterFull, "writer.full", kWarn)                                                \
+  /* The C API's periodic counters (fwdsink_conf_set_stats_cb). Fields: label,            \
+     partitions_left, counters (FWDSINK_SINK_COUNTERS), driver                            \
+     (FWDSINK_DRIVER_COUNTERS). @ref LLP 0026#callbacks */                                \
   EVENT(kApiStats, "api.stats", kInfo)
 
 namespace events {

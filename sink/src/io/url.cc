@@ -9,6 +9,7 @@
 
 #include "fwdsink/transport.h"
 #include "io/http_rules.h"
+#include "io/url.h"
 
 namespace fwdsink {
 
@@ -19,13 +20,6 @@ std::string Endpoint::SchemeHostPort() const {
 
 namespace {
 
-int HexValue(char c) {
-  if (c >= '0' && c <= '9') return c - '0';
-  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
-  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
-  return -1;
-}
-
 // Decodes %XX escapes; nullopt for a broken escape or an encoded NUL/CR/LF.
 std::optional<std::string> PercentDecode(std::string_view in) {
   std::string out;
@@ -35,7 +29,7 @@ std::optional<std::string> PercentDecode(std::string_view in) {
       continue;
     }
     if (i + 2 >= in.size()) return std::nullopt;
-    const int hi = HexValue(in[i + 1]), lo = HexValue(in[i + 2]);
+    const int hi = url::HexValue(in[i + 1]), lo = url::HexValue(in[i + 2]);
     if (hi < 0 || lo < 0) return std::nullopt;
     const char c = static_cast<char>(hi * 16 + lo);
     if (c == '\0' || c == '\r' || c == '\n') return std::nullopt;
@@ -200,5 +194,32 @@ std::string PercentEncode(std::string_view text) {
   }
   return out;
 }
+
+namespace url {
+
+int HexValue(char c) {
+  if (c >= '0' && c <= '9') return c - '0';
+  if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'F') return c - 'A' + 10;
+  return -1;
+}
+
+std::string DecodeQueryValue(std::string_view v) {
+  std::string out;
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    if (v[i] == '+') {
+      out += ' ';
+    } else if (v[i] == '%' && i + 2 < v.size() && HexValue(v[i + 1]) >= 0 &&
+               HexValue(v[i + 2]) >= 0) {
+      out += static_cast<char>(HexValue(v[i + 1]) * 16 + HexValue(v[i + 2]));
+      i += 2;
+    } else {
+      out += v[i];
+    }
+  }
+  return out;
+}
+
+}  // namespace url
 
 }  // namespace fwdsink

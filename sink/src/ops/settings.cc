@@ -324,6 +324,16 @@ const Row kRows[] = {
      s.driver.forward.responses.profile = *p;
      return OkStatus();
    }},
+  // @ref LLP 0017#dedup-window
+  {{"fleet_insert_rate", "R", "inserts/s the whole fleet makes into the table (clickhouse dedup check)",
+    false, false, true, false, "10"},
+   [](std::string_view v, SinkSettings& s) {
+     double r = -1;
+     if (Status e = Jitter(v, r); !e.ok()) return e;  // any number
+     if (!(r > 0)) return Bad("must be positive");
+     s.daemon.fleet_insert_rate = r;
+     return OkStatus();
+   }},
   {{"retry_status", "LIST", "statuses retried in place besides 429/503",
     false, false, false, false, "408,425,5xx"},
    [](std::string_view v, SinkSettings& s) { return RetryStatuses(v, s.driver.forward.responses); }},
