@@ -10,9 +10,12 @@
 // Prints one line of key=value: requests, refused, peak_rps_10s (peak requests per
 // second in the 10 s after recovery), drain_s (recovery to the last acceptance),
 // ideal_s (what the bucket allows for the backlog), every_row_once (each chunk accepted
-// exactly once). On stderr when set: PACING_SIM_SERIES (accepted per 10 s),
-// PACING_SIM_STATES (every 10 s from recovery, the senders still holding a backlog by
-// what they wait for), PACING_SIM_TRACE (every refusal), PACING_SIM_RATES=i, _SHARES.
+// exactly once); for a fleet (figure 11) fleet_goodput and jain over the window all send,
+// and for one that changes (--backlogs 1,1.5,2,3, --join-s 20: figures 11c-11e)
+// drain_goodput, first_finish_s, last_finish_s, finish_ratio and join_share. On stderr when set:
+// PACING_SIM_SERIES (accepted per 10 s), PACING_SIM_STATES (every 10 s from recovery, the senders
+// still holding a backlog by what they wait for), PACING_SIM_TRACE (every refusal),
+// PACING_SIM_RATES=i, _SHARES.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
