@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <numbers>
 
 namespace fwdsink {
 namespace {
@@ -151,10 +152,15 @@ void EndpointPacer::Learn(Lane& lane, MonotonicTime now, milliseconds wait, doub
       const double accepted_rate = lane.accepted_units / span;
       if (accepted_rate < kNotBindingRatio * base) base = accepted_rate;
     }
+    // The probe's reference: the rate refused, when it was refused after slow start
+    // (slow start's own overshoot is no limit to return to). @ref LLP 0016#probe
+    lane.refused_rate = lane.slow_start ? 0.0 : base;
     base *= lane.slow_start ? policy_.slow_start_decrease : policy_.decrease;
     lane.learned = base;
     lane.slow_start = false;
   }
+  lane.sending_since_cut = 0;
+  lane.probe_from = -1;
   lane.learned = std::max(*lane.learned, floor);
   lane.rate_at_decrease = *lane.learned;
   lane.increase_from = now + wait;
@@ -189,6 +195,9 @@ void EndpointPacer::Restart(Lane& lane, MonotonicTime now, double cost, double f
   lane.measure_from = now;
   lane.accepted_units = 0;
   lane.tat = now + FromSecs(cost / *lane.learned);
+  lane.refused_rate = 0;
+  lane.sending_since_cut = 0;
+  lane.probe_from = -1;
 }
 
 void EndpointPacer::Increase(Lane& lane, MonotonicTime now) const {
@@ -211,9 +220,37 @@ void EndpointPacer::Increase(Lane& lane, MonotonicTime now) const {
     // every 5 s) must not rise five times slower per second than a large one.
     // @ref LLP 0016#herd
     const double interval = kPaceIntervalsCounted * unit / *lane.learned;
-    lane.learned = *lane.learned + step * std::min(elapsed, std::max(kMaxIncreaseStep, interval));
+    const double counted = std::min(elapsed, std::max(kMaxIncreaseStep, interval));
+    lane.learned = *lane.learned + Probe(lane, step, counted);
   }
   lane.increase_from = now;
+}
+
+// Returns what `counted` more seconds of sending add to the rate: `step` each second,
+// and once probing, a step that doubles every probe_doubling of sending since the probe
+// began, up to probe_max_factor x. @ref LLP 0016#probe
+double EndpointPacer::Probe(Lane& lane, double step, double counted) const {
+  const double t0 = lane.sending_since_cut, t1 = t0 + counted;
+  lane.sending_since_cut = t1;
+  const double d = Secs(policy_.probe_doubling);
+  const double top = std::max(1.0, policy_.probe_max_factor);
+  double add = step * counted;
+  if (lane.probe_from >= 0 && d > 0) {
+    // The integral of step x min(2^(x/d), top) over x = t - probe_from in [t0, t1].
+    const double cap = std::log2(top) * d;
+    auto integral = [&](double t) {
+      const double x = t - lane.probe_from;
+      if (x <= cap) return d / std::numbers::ln2 * std::exp2(x / d);
+      return d / std::numbers::ln2 * top + (x - cap) * top;
+    };
+    add = step * (integral(t1) - integral(t0));
+  } else if (lane.refused_rate > 0 && t1 >= Secs(policy_.probe_after) &&
+             *lane.learned + add >= lane.refused_rate) {
+    // Past the rate refused last, with nothing refused for probe_after: no limit holds
+    // there any more, as far as this sender can tell.
+    lane.probe_from = t1;
+  }
+  return add;
 }
 
 void EndpointPacer::Advertise(const AdvertisedQuota& q, MonotonicTime now) {
@@ -243,6 +280,8 @@ void EndpointPacer::Forget(MonotonicTime now) {
       lane->learned.reset();
       lane->slow_start = false;
       lane->accepted_since_start = 0;
+      lane->refused_rate = 0;
+      lane->probe_from = -1;
     }
   }
   if (!requests_.learned && !bytes_.learned && first_ && now - *first_ > policy_.forget_after) {

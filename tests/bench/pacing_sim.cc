@@ -10,9 +10,12 @@
 // Prints one line of key=value: requests, refused, peak_rps_10s (peak requests per
 // second in the 10 s after recovery), drain_s (recovery to the last acceptance),
 // ideal_s (what the bucket allows for the backlog), every_row_once (each chunk accepted
-// exactly once). On stderr when set: PACING_SIM_SERIES (accepted per 10 s),
-// PACING_SIM_STATES (every 10 s from recovery, the senders still holding a backlog by
-// what they wait for), PACING_SIM_TRACE (every refusal), PACING_SIM_RATES=i, _SHARES.
+// exactly once); for a fleet (figure 11) fleet_goodput and jain over the window all send,
+// and for one that changes (--backlogs 1,1.5,2,3, --join-s 20: figures 11c-11e)
+// drain_goodput, first_finish_s, last_finish_s, finish_ratio and join_share. On stderr when set:
+// PACING_SIM_SERIES (accepted per 10 s), PACING_SIM_STATES (every 10 s from recovery, the senders
+// still holding a backlog by what they wait for), PACING_SIM_TRACE (every refusal),
+// PACING_SIM_RATES=i, _SHARES.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -39,7 +42,13 @@ using std::chrono::milliseconds;
 
 struct Config {
   int senders = 1000;
-  int chunks = 50;     // per sender
+  int chunks = 50;  // per sender
+  // Per-sender multiples of `chunks` (--backlogs 1,1.5,2,3: a fleet whose daemons finish
+  // one after another, figure 11c); empty: every sender holds `chunks`.
+  std::vector<double> backlogs;
+  // The last sender starts this late (--join-s: a daemon joining a fleet that already
+  // shares the limit, figure 11d); 0: all start together.
+  double join_s = 0;
   bool bytes = false;  // the bucket counts bytes (else requests)
   double rate = 250;   // units/s
   double burst = 50;   // units
@@ -93,9 +102,11 @@ class Sim {
       s.gate = c.shared ? gate : std::make_shared<fwdsink::EndpointGate>();
       s.pacer = c.shared ? pacer : std::make_shared<fwdsink::EndpointPacer>(pp);
       senders_.push_back(std::move(s));
-      accepted_.push_back(std::vector<int>(c.chunks, 0));
-      // Started within the first 100 ms, as a fleet does when it fails together.
-      Schedule(t0_ + Dur(0.1 * unit_(rng_)), i);
+      accepted_.push_back(std::vector<int>(ChunksOf(i), 0));
+      // Started within the first 100 ms, as a fleet does when it fails together (the
+      // joiner of --join-s that much later).
+      const double join = i == c.senders - 1 ? c.join_s : 0.0;
+      Schedule(t0_ + Dur(join + 0.1 * unit_(rng_)), i);
     }
   }
 
@@ -115,7 +126,8 @@ class Sim {
     for (int s = static_cast<int>(recovery); s < static_cast<int>(recovery) + 10; ++s) {
       if (s < static_cast<int>(per_second_.size())) peak = std::max(peak, per_second_[s]);
     }
-    double total = static_cast<double>(c_.senders) * c_.chunks * (c_.bytes ? c_.chunk_bytes : 1);
+    double total = 0;
+    for (int i = 0; i < c_.senders; ++i) total += ChunksOf(i) * (c_.bytes ? c_.chunk_bytes : 1);
     const double ideal = std::max(0.0, total - c_.burst) / c_.rate;
     // Every chunk accepted at most once (a duplicate is a bug), and all of them within
     // the horizon (a herd that never drains is a result, reported as drained=no).
@@ -134,6 +146,7 @@ class Sim {
     }
     double window = 0, fleet_goodput = 0, jain = 0;
     if (!accept_log_.empty()) FleetWindow(window, fleet_goodput, jain);
+    const Changes changes = FleetChanges(total);
     bool once = true, drained = true;
     for (const auto& v : accepted_) {
       for (int n : v) {
@@ -145,17 +158,56 @@ class Sim {
         "senders=%d chunks=%d unit=%s rate=%g burst=%g retry_after=%s jitter=%g pacing=%s "
         "requests=%llu refused=%llu refused_pct=%.2f peak_rps_10s=%d capacity_rps=%.1f "
         "peak_ratio=%.2f drain_s=%.1f ideal_s=%.1f drain_ratio=%.3f goodput=%.3f "
-        "every_row_once=%s drained=%s fleet_window_s=%.1f fleet_goodput=%.3f jain=%.3f\n",
+        "every_row_once=%s drained=%s fleet_window_s=%.1f fleet_goodput=%.3f jain=%.3f "
+        "drain_goodput=%.3f first_finish_s=%.1f last_finish_s=%.1f finish_ratio=%.3f "
+        "join_share=%.3f\n",
         c_.senders, c_.chunks, c_.bytes ? "bytes" : "requests", c_.rate, c_.burst,
         c_.retry_after.c_str(), c_.jitter, c_.pacing ? "on" : "off",
         static_cast<unsigned long long>(requests_), static_cast<unsigned long long>(refused_),
         requests_ ? 100.0 * refused_ / requests_ : 0.0, peak, CapacityRps(), peak / CapacityRps(),
         last_accept_ - recovery, ideal, (last_accept_ - recovery) / ideal,
         accepted_units_ / std::max(1e-9, last_accept_ - first_accept_after_) / c_.rate,
-        once ? "yes" : "NO", drained ? "yes" : "no", window, fleet_goodput, jain);
+        once ? "yes" : "NO", drained ? "yes" : "no", window, fleet_goodput, jain,
+        changes.drain_goodput, changes.first_finish, changes.last_finish,
+        changes.last_finish / std::max(1e-9, changes.first_finish), changes.join_share);
   }
 
  private:
+  int ChunksOf(int i) const {
+    if (c_.backlogs.empty()) return c_.chunks;
+    const double m = c_.backlogs[static_cast<std::size_t>(i) % c_.backlogs.size()];
+    return std::max(1, static_cast<int>(std::lround(m * c_.chunks)));
+  }
+
+  // Figures 11c-11e, a fleet that changes: aggregate goodput over the whole drain (from
+  // the first request to the last acceptance, less the burst); the first and the last
+  // sender's finish (its last acceptance, from the start); and, with --join-s, the
+  // joiner's share of what was accepted in the 5 s before 30 s after it joined, over
+  // its fair share (1 / senders). @ref LLP 0016#fleet
+  struct Changes {
+    double drain_goodput = 0, first_finish = 0, last_finish = 0, join_share = 0;
+  };
+  Changes FleetChanges(double total) const {
+    Changes r;
+    if (accept_log_.empty()) return r;
+    std::vector<double> last(senders_.size(), 0);
+    for (const auto& [t, i] : accept_log_) last[i] = std::max(last[i], t);
+    r.first_finish = *std::min_element(last.begin(), last.end());
+    r.last_finish = *std::max_element(last.begin(), last.end());
+    r.drain_goodput = std::max(0.0, total - c_.burst) / (c_.rate * std::max(1e-9, r.last_finish));
+    if (c_.join_s > 0) {
+      const double to = c_.join_s + 30, from = to - 5;
+      double all = 0, joiner = 0;
+      for (const auto& [t, i] : accept_log_) {
+        if (t <= from || t > to) continue;
+        all += 1;
+        if (i == c_.senders - 1) joiner += 1;
+      }
+      r.join_share = all > 0 ? joiner / all * c_.senders : 0;
+    }
+    return r;
+  }
+
   // Figure 11's window: from the first request to the first sender's last acceptance
   // (every sender still sending); aggregate goodput over it (less the burst) and Jain's
   // index over the senders' accepted units in it.
@@ -187,10 +239,12 @@ class Sim {
     for (; now >= next_states_; next_states_ += 10) {
       int n[static_cast<int>(Doing::kCount)] = {}, chunks[static_cast<int>(Doing::kCount)] = {};
       int rungs[4] = {}, never = 0;
-      for (const Sender& s : senders_) {
-        if (s.next_chunk >= c_.chunks) continue;
+      for (std::size_t i = 0; i < senders_.size(); ++i) {
+        const Sender& s = senders_[i];
+        const int held = ChunksOf(static_cast<int>(i));
+        if (s.next_chunk >= held) continue;
         ++n[static_cast<int>(s.doing)];
-        chunks[static_cast<int>(s.doing)] += c_.chunks - s.next_chunk;
+        chunks[static_cast<int>(s.doing)] += held - s.next_chunk;
         if (s.doing == Doing::kLadder) ++rungs[std::min<std::size_t>(s.rung, 3)];
         if (s.next_chunk == 0) ++never;
       }
@@ -210,7 +264,7 @@ class Sim {
   // One step of sender i at time t: gate, pacer, send, verdict, wait.
   void Step(MonotonicTime t, int i) {
     Sender& s = senders_[i];
-    if (s.next_chunk >= c_.chunks) return;
+    if (s.next_chunk >= ChunksOf(i)) return;
     if (!s.chunk_started) {
       s.chunk_started = true;
       s.chunk_first = t;
@@ -353,6 +407,14 @@ int main(int argc, char** argv) {
       c.senders = std::atoi(v.c_str());
     else if (k == "--chunks")
       c.chunks = std::atoi(v.c_str());
+    else if (k == "--backlogs") {
+      for (std::size_t at = 0; at <= v.size();) {
+        const std::size_t comma = std::min(v.find(',', at), v.size());
+        c.backlogs.push_back(std::atof(v.substr(at, comma - at).c_str()));
+        at = comma + 1;
+      }
+    } else if (k == "--join-s")
+      c.join_s = std::atof(v.c_str());
     else if (k == "--unit")
       c.bytes = v == "bytes";
     else if (k == "--rate")
@@ -387,6 +449,12 @@ int main(int argc, char** argv) {
       c.pacing_policy.slow_start_requests_per_s = std::atof(v.c_str());
     else if (k == "--ss-doubling-ms")
       c.pacing_policy.slow_start_doubling = milliseconds{std::atol(v.c_str())};
+    else if (k == "--probe-after-ms")
+      c.pacing_policy.probe_after = milliseconds{std::atol(v.c_str())};
+    else if (k == "--probe-doubling-ms")
+      c.pacing_policy.probe_doubling = milliseconds{std::atol(v.c_str())};
+    else if (k == "--probe-max")
+      c.pacing_policy.probe_max_factor = std::atof(v.c_str());
     else if (k == "--restart")
       c.pacing_policy.restart_after_refusals = static_cast<std::size_t>(std::atoi(v.c_str()));
     else if (k == "--restart-after-s")
@@ -400,7 +468,10 @@ int main(int argc, char** argv) {
       return 64;
     }
   }
-  if (c.senders < 1 || c.senders > 100000 || c.chunks < 1 || !(c.rate > 0) || !(c.burst > 0)) {
+  const bool bad_backlog = std::any_of(c.backlogs.begin(), c.backlogs.end(),
+                                       [](double m) { return !(m > 0 && m <= 1000); });
+  if (c.senders < 1 || c.senders > 100000 || c.chunks < 1 || !(c.rate > 0) || !(c.burst > 0) ||
+      bad_backlog || !(c.join_s >= 0)) {
     std::fprintf(stderr, "pacing_sim: bad sizes\n");
     return 64;
   }

@@ -5,9 +5,12 @@
 #
 #   bash tests/bench/run.sh                 full run (1 GiB figures, ~15-20 min, 2 cores)
 #   bash tests/bench/run.sh --smoke         tiny sizes, < 60 s: what ctest's bench_smoke runs
-#   bash tests/bench/run.sh --only 1,2,P    some figures (1..14, 9u, 9i/9z/9s, C = ClickHouse, R = two
-#                                           ClickHouse replicas, and P = perf profile of fig. 1)
+#   bash tests/bench/run.sh --only 1,2,P    some figures (1..14, 9u, 9i/9z/9s, 9short, 10short,
+#                                           11c/11d/11e, C = ClickHouse, R = two ClickHouse
+#                                           replicas, and P = perf profile of fig. 1)
 #   --runs N                                runs per figure, the median is reported (default 3)
+#   --learned-only                          figures 9-11: only the learned runs (no --pacing off
+#                                           or advertised baselines), to compare two builds
 #   --daemon BIN --central BIN --gen BIN --close-bench BIN --sim BIN --proxy BIN
 #                                           use these binaries (default: build them, Release,
 #                                           into build-bench/)
@@ -27,7 +30,9 @@
 # scripts/deps.sh), R (ZooKeeper and two replicas, also zookeeper) and the profile P
 # unless asked for with --only.
 # Figures 9-11 (pacing, LLP 0016) run real daemons for >= 30 s each at the limit; --smoke
-# skips them unless asked for. Figure 10 needs nginx (nginx-light, scripts/deps.sh),
+# skips them unless asked for (also the short runs 9short and 10short, ~30 s at the limit,
+# and 11c-11e, a fleet that changes: daemons that finish one after another, or join).
+# Figure 10 needs nginx (nginx-light, scripts/deps.sh),
 # started here as an ordinary process with a temporary config on 127.0.0.1. Figure 12
 # (the herd) is a simulation on a fake clock: seconds, also in --smoke. Figures 13-14
 # (concurrency, LLP 0018) put a userspace delay proxy (tests/bench/delay_proxy.cc, 50 ms
@@ -43,7 +48,7 @@ readonly START_TIMEOUT_S=10               # receiver start-up
 readonly SYSLOG_TIMEOUT_S=300             # syslog-ng drain, bounded
 readonly SYSLOG_STALL_S=30                # ... and given up when no row arrives this long
 
-smoke=0 only="" runs="" keep=0
+smoke=0 only="" runs="" keep=0 learned_only=0
 daemon="" central="" gen="" closeb="" sim="" proxy=""
 work=/tmp/fwdsink-bench receiver_dir=""
 while (($#)); do
@@ -60,7 +65,8 @@ while (($#)); do
     --work) work=$2; shift ;;
     --receiver-dir) receiver_dir=$2; shift ;;
     --keep) keep=1 ;;
-    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+    --learned-only) learned_only=1 ;;
+    -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument '$1' (see --help)" >&2; exit 64 ;;
   esac
   shift
@@ -78,6 +84,7 @@ if ((smoke)); then
   CH_BYTES=$((16 * MiB))
   P9_ID_BYTES=$((16 * MiB)); P9_Z_BYTES=$((16 * MiB)); P9_SLOW_BYTES=$((8 * MiB))
   NG_BYTES=$((4 * MiB)); FL_BYTES=$((8 * MiB))
+  P9Q_BYTES=$((8 * MiB)); NGQ_BYTES=$((2 * MiB)); FLC_UNIT=$((2 * MiB)); FLJ_BYTES=$((8 * MiB)); FLJ_JOIN_S=2
   HERD_SENDERS=100; HERD_CHUNKS=10; P9U_BYTES=$((16 * MiB))
   WAN_PART_BYTES=$MiB; C14_BUCKET_BYTES=$((16 * MiB)); C14_NG_BYTES=$((4 * MiB))
 else
@@ -107,6 +114,13 @@ else
   # ~105 s shared by 4 or 16 daemons, so that every daemon is still sending after 30 s
   # even when the shares are uneven (a 2x share ends at ~52 s).
   NG_BYTES=$((80 * MiB)); FL_BYTES=$((400 * MiB))
+  # Short runs (issue 27): ~30 s at the limit, beside the 60 s ones: 256 MiB through
+  # figure 9's bucket (~33 s), 40 MiB = 640 requests through nginx (32 s). A fleet that
+  # changes (11c-11e) on figure 9's bucket: backlogs of 1x, 1.5x, 2x, 3x of 32 MiB, or 4
+  # x 60 MiB (~31 s in all); 3 x 192 MiB and a 96 MiB joiner 20 s later (11d: the
+  # three still send at 20 + 30 s even when the joiner takes its share at once).
+  P9Q_BYTES=$((256 * MiB)); NGQ_BYTES=$((40 * MiB))
+  FLC_UNIT=$((32 * MiB)); FLJ_BYTES=$((192 * MiB)); FLJ_JOIN_S=20
   HERD_SENDERS=1000; HERD_CHUNKS=30; P9U_BYTES=$((256 * MiB))
   # Concurrency (LLP 0018): 8 partitions of 8 MiB (the issue's 65 MB backlog) through
   # 100 ms of added round trip; the limiters of figures 9 and 10 with their backlog cut
@@ -808,17 +822,21 @@ check_once() {
 
 pace_figure() {  # NUM LABEL FILE NAME COMP RATE BURST
   local num=$1 label=$2 file=$3 name=$4 comp=$5 rate=$6 burst=$7
-  pace_run "f$num-off" "$file" "$name" "$comp" "$rate" "$burst" 1 off
-  local b_good=$pr_goodput b_wire=$pr_wire b_ref="$pr_refused/$pr_requests" b_wall=$pr_wall
-  pace_run "f$num-adv" "$file" "$name" "$comp" "$rate" "$burst" 1 auto
-  row "${num}a. $label, advertised (--ratelimit-headers): goodput" "$(calc "$pr_goodput" 3) ($pr_wall s)" \
-      "$(calc "$b_good" 3) (--pacing off, $b_wall s)" "$(calc "$pr_goodput / $b_good" 2)x" "≥ 0.95" "$(met "$pr_goodput" '>=' 0.95)"
-  row "${num}b. $label, advertised: wire sent / accepted; refusals" "$(calc "$pr_wire" 3); $pr_refused/$pr_requests" \
-      "$(calc "$b_wire" 3); $b_ref (off)" "-" "≤ 1.05" "$(met "$pr_wire" '<=' 1.05)"
+  local b_good=0 b_wire=0 b_ref="not run" b_wall=0
+  if ((!learned_only)); then
+    pace_run "f$num-off" "$file" "$name" "$comp" "$rate" "$burst" 1 off
+    b_good=$pr_goodput b_wire=$pr_wire b_ref="$pr_refused/$pr_requests" b_wall=$pr_wall
+    pace_run "f$num-adv" "$file" "$name" "$comp" "$rate" "$burst" 1 auto
+    row "${num}a. $label, advertised (--ratelimit-headers): goodput" "$(calc "$pr_goodput" 3) ($pr_wall s)" \
+        "$(calc "$b_good" 3) (--pacing off, $b_wall s)" "$(calc "$pr_goodput / $b_good" 2)x" "≥ 0.95" "$(met "$pr_goodput" '>=' 0.95)"
+    row "${num}b. $label, advertised: wire sent / accepted; refusals" "$(calc "$pr_wire" 3); $pr_refused/$pr_requests" \
+        "$(calc "$b_wire" 3); $b_ref (off)" "-" "≤ 1.05" "$(met "$pr_wire" '<=' 1.05)"
+  fi
   pace_run "f$num-learn" "$file" "$name" "$comp" "$rate" "$burst" 0 auto
   local pct; pct=$(calc "100 * $pr_refused / $pr_requests" 1)
+  [[ $num != 9 ]] || p9_long="$(calc "$pr_goodput" 3) ($pr_wall s); $pr_refused/$pr_requests"
   row "${num}c. $label, learned: goodput" "$(calc "$pr_goodput" 3) ($pr_wall s)" \
-      "$(calc "$b_good" 3) (--pacing off)" "$(calc "$pr_goodput / $b_good" 2)x" "≥ 0.9 over ≥ 30 s" "$(met "$pr_goodput" '>=' 0.9)"
+      "$(calc "$b_good" 3) (--pacing off)" "$(calc "$pr_goodput / ($b_good + ($b_good == 0))" 2)x" "≥ 0.9 over ≥ 30 s" "$(met "$pr_goodput" '>=' 0.9)"
   row "${num}d. $label, learned: wire sent / accepted; refusals (when)" \
       "$(calc "$pr_wire" 3); $pr_refused/$pr_requests = $pct % (at $pr_when)" "$(calc "$b_wire" 3); $b_ref (off)" "-" \
       "≤ 1.1; ≤ 5 %" "$( [[ $(met "$pr_wire" '<=' 1.1) == yes && $(met "$pct" '<=' 5) == yes ]] && echo yes || echo NO)"
@@ -833,6 +851,19 @@ if { want 9 || want 9i || want 9z || want 9s; } && { ((smoke == 0)) || [[ -n $on
       "$file" p9id identity "$P9_RATE" "$P9_BURST"
     rm -f "$file"
   fi
+fi
+# ---- Figure 9c short: learned pacing over ~30 s at the limit, beside the 60 s run (the
+# baseline column). @ref LLP 0016#probe
+if { want 9 || want 9i || want 9short; } && { ((smoke == 0)) || [[ -n $only ]]; }; then
+  make_file p9q "$P9Q_BYTES" 15
+  long=${p9_long:-not run}
+  pace_run f9q-learn "$file" p9q identity "$P9_RATE" "$P9_BURST" 0 auto
+  row "9c short. $(human "$P9Q_BYTES") identity, same bucket, learned: goodput; refusals" \
+      "$(calc "$pr_goodput" 3) ($pr_wall s); $pr_refused/$pr_requests" "$long (the 60 s run)" "-" "≥ 0.92" \
+      "$(met "$pr_goodput" '>=' 0.92)"
+  rm -f "$file"
+fi
+if { want 9 || want 9z || want 9s; } && { ((smoke == 0)) || [[ -n $only ]]; }; then
   if want 9 || want 9z; then
     make_file p9z "$P9_Z_BYTES" 12
     pace_figure 9z "$(human "$P9_Z_BYTES") zstd, same bucket" "$file" p9z zstd "$P9_RATE" "$P9_BURST"
@@ -946,18 +977,32 @@ if want 10 && { ((smoke == 0)) || [[ -n $only ]]; }; then
   if command -v nginx >/dev/null; then
     log "load before figure 10: $(uptime)"
     make_file ng "$NG_BYTES" 13; f=$file
-    nginx_run f10-off "$f" ng off
-    b_wall=$ng_wall b_ref="$ng_refused/$ng_requests"
+    b_wall="not run" b_ref="not run"
+    if ((!learned_only)); then nginx_run f10-off "$f" ng off; b_wall=$ng_wall b_ref="$ng_refused/$ng_requests"; fi
     nginx_run f10-auto "$f" ng auto
     ideal=$(calc "($ng_chunks - $NG_BURST - 1) / $NG_RATE" 2)
     pct=$(calc "100 * $ng_refused / $ng_requests" 1)
     row "10. nginx limit_req ${NG_RATE}r/s burst $NG_BURST, $(human "$NG_BYTES") in $ng_chunks x $((NG_CHUNK >> 10)) KiB: drain" \
         "$ng_wall s (limit allows $ideal s)" "$b_wall s (--pacing off)" "$(calc "$ng_wall / $ideal" 2)x of ideal" "≤ 1.1x" "$(met "$(calc "$ng_wall / $ideal" 3)" '<=' 1.1)"
     row "10b. nginx limit_req: refused requests" "$ng_refused/$ng_requests = $pct %" "$b_ref (--pacing off)" "-" "≤ 5 %" "$(met "$pct" '<=' 5)"
+    ng_long="$(calc "$ng_wall / $ideal" 3)x; $ng_refused/$ng_requests"
     rm -f "$f"
   else
     row "10. nginx limit_req" "not run: nginx missing (scripts/deps.sh installs nginx-light)" "-" "-" "-" "-"
   fi
+fi
+
+# ---- Figure 10 short: the same limiter over ~30 s (640 requests), learned, beside the
+# 64 s run (the baseline column). @ref LLP 0016#probe
+if { want 10 || want 10short; } && { ((smoke == 0)) || [[ -n $only ]]; } && command -v nginx >/dev/null; then
+  make_file ngq "$NGQ_BYTES" 16; f=$file
+  nginx_run f10q-auto "$f" ngq auto
+  ideal=$(calc "($ng_chunks - $NG_BURST - 1) / $NG_RATE" 2)
+  ratio=$(calc "$ng_wall / $ideal" 3) pct=$(calc "100 * $ng_refused / $ng_requests" 1)
+  row "10 short. nginx limit_req, $(human "$NGQ_BYTES") in $ng_chunks x $((NG_CHUNK >> 10)) KiB, learned: drain / ideal; refusals" \
+      "${ratio}x ($ng_wall s, limit allows $ideal s); $ng_refused/$ng_requests = $pct %" "${ng_long:-not run} (the 64 s run)" "-" \
+      "≤ 1.08x; ≤ 2 %" "$( [[ $(met "$ratio" '<=' 1.08) == yes && $(met "$pct" '<=' 2) == yes ]] && echo yes || echo NO)"
+  rm -f "$f"
 fi
 
 # ---- Figure 11: N daemons, separate processes and spools, one non-advertising bucket.
@@ -1000,7 +1045,8 @@ fleet_run() {  # N PACING -> fl_aggregate fl_jain fl_refused fl_requests
 if want 11 && { ((smoke == 0)) || [[ -n $only ]]; }; then
   log "load before figure 11: $(uptime)"
   for n in 4 16; do
-    fleet_run "$n" off; b_agg=$fl_aggregate b_jain=$fl_jain b_ref="$fl_refused/$fl_requests"
+    b_agg=0 b_jain=0 b_ref="not run"
+    if ((!learned_only)); then fleet_run "$n" off; b_agg=$fl_aggregate b_jain=$fl_jain b_ref="$fl_refused/$fl_requests"; fi
     fleet_run "$n" auto
     row "11. $n daemons on one $(calc "$FL_RATE / 1e6" 0) MB/s bucket (burst $(calc "$FL_BURST / 1e6" 1) MB), learned: aggregate; Jain" \
         "$(calc "$fl_aggregate" 3); $(calc "$fl_jain" 3) over $(calc "$fl_window" 0) s; $fl_refused/$fl_requests refused" \
@@ -1008,6 +1054,92 @@ if want 11 && { ((smoke == 0)) || [[ -n $only ]]; }; then
         "$( [[ $(met "$fl_aggregate" '>=' 0.9) == yes && $(met "$fl_jain" '>=' 0.9) == yes &&
                ( $smoke == 1 || $(met "$fl_window" '>=' 30) == yes ) ]] && echo yes || echo NO)"
   done
+fi
+
+# ---- Figures 11c-11e: a fleet that changes, on figure 9's bucket (8 MB/s, burst 2 MB,
+# 256 KiB chunks, identity, learned). @ref LLP 0016#fleet
+# fleet_change_run TAG JOIN_S BYTES... : one daemon per size, the last one started JOIN_S
+# later (0: together); from the receiver's log: fc_aggregate (accepted less the burst,
+# over rate x first request to last acceptance), fc_jain (over the window in which every
+# daemon was sending: to the first one's last acceptance), fc_first fc_last (the first
+# and last daemon's last acceptance, s from the first request), fc_join (the last
+# daemon's share of the requests accepted from 25 to 30 s after its first request, over
+# 1 / N), fc_refused fc_requests.
+fleet_change_run() {
+  local tag=$1 join=$2; shift 2
+  local d=$work/$tag n=$# i=0 size pids=() want=0
+  start_central "$d/central" --rate "$P9_RATE" --burst "$P9_BURST"
+  for size in "$@"; do
+    i=$((i + 1))
+    make_file "$tag-$i" "$size" $((200 + i))
+    want=$((want + ${rows_of[$tag-$i]}))
+    mkdir -p "$d/s$i/ready"; cp --reflink=auto "$file" "$d/s$i/ready/d$(printf %02d "$i")-p.ndjson"
+  done
+  for ((i = 1; i <= n; i++)); do
+    ((i < n || join == 0)) || sleep "$join"
+    "$daemon" forward --spool "$d/s$i" --url "$(url)" --once --chunk-bytes "$P9_CHUNK" \
+              --compression identity --pacing auto 2>"$d/daemon-$i.log" &
+    pids+=($!)
+  done
+  local rc=0
+  for i in "${pids[@]}"; do wait "$i" || rc=$?; done
+  ((rc == 0)) || die "$tag: a daemon exited $rc"
+  check_rows "$want"; check_once "$d/central"
+  stop_central
+  read -r fc_aggregate fc_jain fc_first fc_last fc_join fc_refused fc_requests < <(jq -rs \
+      --argjson rate "$P9_RATE" --argjson burst "$P9_BURST" --argjson n "$n" --arg last "d$(printf %02d "$n")" '
+    (first.t_ms) as $t0
+    | map(. + {d: (.key | split("-")[0])})
+    | (map(select(.status == 200))) as $ok
+    | ($ok | group_by(.d) | map(last | .t_ms)) as $ends
+    | ($ends | min) as $stop
+    | ($ok | map(select(.t_ms <= $stop)) | group_by(.d) | map(map(.body_bytes) | add)) as $per
+    | ($per | add) as $sum
+    | (map(select(.d == $last)) | first.t_ms) as $j0
+    | ($ok | map(select(.t_ms > $j0 + 25000 and .t_ms <= $j0 + 30000))) as $win
+    | [ (([($ok | map(.body_bytes) | add) - $burst, 0] | max) / ($rate * (($ends | max) - $t0) / 1000)),
+        (($sum * $sum) / (($per | length) * ($per | map(. * .) | add))),
+        (($stop - $t0) / 1000), ((($ends | max) - $t0) / 1000),
+        (if ($win | length) > 0 then ($win | map(select(.d == $last)) | length) / ($win | length) * $n else 0 end),
+        (map(select(.status == 429)) | length), length ]
+    | @tsv' "$d/central/requests.ndjson")
+  for ((i = 1; i <= n; i++)); do rm -f "$work/data/$tag-$i.ndjson"; done
+  log "$tag: aggregate $fc_aggregate, Jain $fc_jain, finish $fc_first..$fc_last s, join share $fc_join, $fc_refused/$fc_requests refused"
+  rm -rf "$d"
+}
+# fleet_sim ARGS... -> the simulator's line for the same fleet (seed 1).
+fleet_sim() {
+  "$sim" --unit bytes --rate "$P9_RATE" --burst "$P9_BURST" --chunk-bytes "$P9_CHUNK" --retry-after bucket \
+         --outage-s 0 --jitter 0.5 --pacing on "$@" || die "fleet simulation failed"
+}
+simget() { sed -n "s/.* $1=\([^ ]*\).*/\1/p" <<<"$2"; }
+if { want 11c || want 11e || want 11d; } && { ((smoke == 0)) || [[ -n $only ]]; }; then
+  log "load before figure 11c-e: $(uptime)"
+  u=$FLC_UNIT
+  if want 11c; then
+    fleet_change_run f11c 0 "$u" $((u * 3 / 2)) $((u * 2)) $((u * 3))
+    s=$(fleet_sim --senders 4 --chunks $((u / P9_CHUNK)) --backlogs 1,1.5,2,3)
+    row "11c. 4 daemons, backlogs $(human "$u") x 1, 1.5, 2, 3, one 8 MB/s bucket (burst 2 MB), learned: aggregate over the drain; Jain while all four send" \
+        "$(calc "$fc_aggregate" 3) ($(calc "$fc_last" 1) s); $(calc "$fc_jain" 3) over $(calc "$fc_first" 0) s; $fc_refused/$fc_requests refused" \
+        "simulated: $(simget drain_goodput "$s"); $(simget jain "$s")" "-" "≥ 0.85; ≥ 0.9" \
+        "$( [[ $(met "$fc_aggregate" '>=' 0.85) == yes && $(met "$fc_jain" '>=' 0.9) == yes ]] && echo yes || echo NO)"
+  fi
+  if want 11e; then
+    fleet_change_run f11e 0 $((u * 15 / 8)) $((u * 15 / 8)) $((u * 15 / 8)) $((u * 15 / 8))
+    ratio=$(calc "$fc_last / $fc_first" 3)
+    s=$(fleet_sim --senders 4 --chunks $((u * 15 / 8 / P9_CHUNK)))
+    row "11e. 4 daemons, equal backlogs of $(human $((u * 15 / 8))), same bucket, learned: aggregate over the drain; last / first finish" \
+        "$(calc "$fc_aggregate" 3) ($(calc "$fc_last" 1) s); ${ratio}x ($(calc "$fc_first" 1) / $(calc "$fc_last" 1) s); $fc_refused/$fc_requests refused" \
+        "simulated: $(simget drain_goodput "$s"); $(simget finish_ratio "$s")x" "-" "≥ 0.85; ≤ 1.2x" \
+        "$( [[ $(met "$fc_aggregate" '>=' 0.85) == yes && $(met "$ratio" '<=' 1.2) == yes ]] && echo yes || echo NO)"
+  fi
+  if want 11d; then
+    fleet_change_run f11d "$FLJ_JOIN_S" "$FLJ_BYTES" "$FLJ_BYTES" "$FLJ_BYTES" $((FLJ_BYTES / 2))
+    s=$(fleet_sim --senders 4 --chunks $((FLJ_BYTES / P9_CHUNK)) --backlogs 1,1,1,0.5 --join-s "$FLJ_JOIN_S")
+    row "11d. a daemon joining 3 that share the same bucket, $FLJ_JOIN_S s later, learned: its share 25-30 s after joining / fair share" \
+        "$(calc "$fc_join" 3); $fc_refused/$fc_requests refused" "simulated: $(simget join_share "$s")" "-" "≥ 0.8" \
+        "$(met "$fc_join" '>=' 0.8)"
+  fi
 fi
 
 # ---- Figure 12: the herd, simulated (fake clock, the real policy, gate and pacer).

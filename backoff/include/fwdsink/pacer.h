@@ -21,7 +21,8 @@ namespace fwdsink {
 // burst of a quarter second is probed about once per 20 s; a learned limit is
 // forgotten after 60 s without a refusal. Before the first decrease the rate doubles
 // every second from its first estimate plus a step every sender shares (slow start),
-// and leaving it cuts to 0.55 x.
+// and leaving it cuts to 0.55 x. Past the rate a later decrease cut from, after 6 s
+// without a refusal, the step doubles every 0.5 s up to 24 x (the probe).
 // Tuned on the simulation (tests/bench/pacing_sim.cc). @ref LLP 0016#controller
 struct PacingPolicy {
   // false: the pacer never waits and learns nothing (--pacing off).
@@ -38,6 +39,16 @@ struct PacingPolicy {
   // limiter, so that a sender starved to a small share climbs as fast as a large one
   // (Chiu & Jain's additive increase). >= 0.
   double increase_requests_per_s = 0.05;
+  // Probing (CUBIC's shape around the last refusal): once the rate has passed the rate
+  // the last decrease after slow start cut from, and at least probe_after of sending has
+  // gone by since that decrease without a refusal, the additive step doubles every
+  // probe_doubling of sending, up to probe_max_factor x: slow near a limit that still
+  // holds (a refusal comes before the rate gets back there), fast once it is gone (a
+  // daemon of the fleet finished). The step stays the shared absolute one, so senders
+  // probe alike. @ref LLP 0016#probe
+  std::chrono::milliseconds probe_after = std::chrono::seconds{6};
+  std::chrono::milliseconds probe_doubling = std::chrono::milliseconds{500};
+  double probe_max_factor = 24;  // >= 1; 1: no probe
   // Slow start doubles the rate every this much accepted sending; > 0.
   std::chrono::milliseconds slow_start_doubling = std::chrono::seconds{1};
   // ... and adds this many requests/s (in the byte dimension: times the mean wire size
@@ -128,6 +139,9 @@ class EndpointPacer {
     MonotonicTime measure_from{};     // the end of the last decrease's wait
     double accepted_units = 0;        // accepted since measure_from
     double accepted_total = 0;        // accepted ever (the mean request size)
+    double refused_rate = 0;          // the rate the last decrease cut from; 0: none
+    double sending_since_cut = 0;     // seconds of sending counted since that decrease
+    double probe_from = -1;           // sending_since_cut when the probe began; < 0: not
     [[nodiscard]] std::optional<double> Rate() const;
     [[nodiscard]] double Tolerance() const;  // burst, in units
   };
@@ -135,6 +149,7 @@ class EndpointPacer {
   void Forget(MonotonicTime now);
   void Learn(Lane& lane, MonotonicTime now, std::chrono::milliseconds wait, double floor);
   void Increase(Lane& lane, MonotonicTime now) const;
+  [[nodiscard]] double Probe(Lane& lane, double step, double counted) const;
   void Advertise(const AdvertisedQuota& q, MonotonicTime now);
   [[nodiscard]] double ByteFloor() const;
   [[nodiscard]] double UnitOf(const Lane& lane) const;
