@@ -22,6 +22,8 @@ namespace {
 
 constexpr std::uint64_t kChunk = 100'000;  // wire bytes per request
 constexpr double kStep = 0.05;             // increase_requests_per_s, the additive step
+// The probe as tuned on the simulator (off by default: LLP 0016#probe).
+const PacingPolicy kProbing{.probe_max_factor = 24};
 
 double Secs(MonotonicTime::duration d) { return std::chrono::duration<double>(d).count(); }
 
@@ -65,7 +67,7 @@ double SendFor(EndpointPacer& p, fwdsink::FakeClock& clock, double secs) {
 
 TEST_CASE("PastTheRefusedRateWithNothingRefusedTheRiseIsFasterThanTheAdditiveStep") {
   fwdsink::FakeClock clock;
-  EndpointPacer p;
+  EndpointPacer p(kProbing);
   double refused = 0;
   PastSlowStart(p, clock, refused);
   const double cut = Rate(p, clock);
@@ -96,9 +98,9 @@ TEST_CASE("PastTheRefusedRateWithNothingRefusedTheRiseIsFasterThanTheAdditiveSte
   CHECK(probed - at > 8 * kStep * t_probe);
   // ... but no faster than probe_max_factor (24) additive steps per second.
   CHECK(probed - at < 24 * kStep * t_probe);
-  SUBCASE("twin: with probe_max_factor 1 the rise stays the additive step") {
+  SUBCASE("twin: with the default policy (probe_max_factor 1) the rise stays the additive step") {
     fwdsink::FakeClock c2;
-    EndpointPacer q({.probe_max_factor = 1});
+    EndpointPacer q;  // the default policy: no probe
     double r2 = 0;
     PastSlowStart(q, c2, r2);
     const double cut2 = Rate(q, c2);
@@ -110,7 +112,7 @@ TEST_CASE("PastTheRefusedRateWithNothingRefusedTheRiseIsFasterThanTheAdditiveSte
     // The starved and slow-pace cases of pacer_test rely on this: slow start's own
     // overshoot is no limit to probe past.
     fwdsink::FakeClock c3;
-    EndpointPacer q;
+    EndpointPacer q(kProbing);
     AcceptMany(q, c3, 10);
     q.OnRefused(c3.MonotonicNow(), 1s, std::nullopt);
     c3.Advance(1s);
@@ -127,7 +129,7 @@ TEST_CASE("PastTheRefusedRateWithNothingRefusedTheRiseIsFasterThanTheAdditiveSte
 
 TEST_CASE("ARefusalAtTheSameRateStillCutsAndEndsTheProbe") {
   fwdsink::FakeClock clock;
-  EndpointPacer p;
+  EndpointPacer p(kProbing);
   double refused = 0;
   PastSlowStart(p, clock, refused);
   // Back at the rate refused last and probing: the limit still holds there.
@@ -143,7 +145,7 @@ TEST_CASE("ARefusalAtTheSameRateStillCutsAndEndsTheProbe") {
   CHECK(after - cut == doctest::Approx(kStep * Secs(clock.MonotonicNow() - t0)).epsilon(1e-3));
   SUBCASE("twin: without the refusal the probe goes on") {
     fwdsink::FakeClock c2;
-    EndpointPacer q;
+    EndpointPacer q(kProbing);
     double r2 = 0;
     PastSlowStart(q, c2, r2);
     const double p2 = SendFor(q, c2, 19.0);
@@ -222,7 +224,7 @@ TEST_CASE("TwoSendersStillConvergeTowardEqualShares") {
   // The second joins after 30 s, when the first holds the whole limit; 90 s later their
   // shares over the last 30 s are close (equal absolute steps, the probe's included;
   // proportional cuts). @ref LLP 0016#fairness
-  const auto shares = TwoSenders(PacingPolicy{}, 30.0, 120.0, 30.0);
+  const auto shares = TwoSenders(kProbing, 30.0, 120.0, 30.0);
   MESSAGE("bytes over the last 30 s: " << shares[0] << ", " << shares[1]);
   CHECK(Jain(shares) >= 0.95);
   CHECK(shares[0] + shares[1] >= 0.85 * 2e6 * 30);  // and the pair still fills the limit
