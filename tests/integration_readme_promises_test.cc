@@ -301,9 +301,14 @@ TEST_CASE("/readyz answers 503 naming the folder while a spool folder is unusabl
   for (const char* folder : {"state", "dead"}) {
     CAPTURE(folder);
     // A file where the folder was (root passes every permission check on a folder, so
-    // a file stands in for the unusable folder): the driver cannot recreate it.
-    fs::remove_all(spool / folder);
-    REQUIRE(WriteFile(spool / folder, "not a folder"));
+    // a file stands in for the unusable folder): the driver cannot recreate it. The
+    // driver repairs a missing folder every tick (50 ms here), so it may win the race
+    // between the removal and the write: try again until the file is there.
+    REQUIRE(WaitFor([&] {
+      std::error_code ec;
+      fs::remove_all(spool / folder, ec);
+      return WriteFile(spool / folder, "not a folder");
+    }));
     REQUIRE(WaitFor([&] { return (ready = Get(address, "/readyz")).status == 503; }));
     CHECK(ready.body.find("spool folder " + (spool / folder).string() + " is not usable") !=
           std::string::npos);
