@@ -47,14 +47,6 @@ bool CursorWindow::Inside(std::uint64_t offset) const {
   });
 }
 
-const std::pair<std::uint64_t, std::uint64_t>* CursorWindow::Holding(std::uint64_t begin,
-                                                                     std::uint64_t end) const {
-  for (const Range& r : open_) {
-    if (begin >= r.span.first && end <= r.span.second) return &r.span;
-  }
-  return nullptr;
-}
-
 CursorWindow::Range* CursorWindow::Find(std::uint64_t begin, std::uint64_t end) {
   for (Range& r : open_) {
     if (begin >= r.span.first && end <= r.span.second && begin < end) return &r;

@@ -36,9 +36,6 @@ class CursorWindow {
   // Whether an offset lies strictly inside an open range: a cursor there would cut a
   // chunk at a new place after a restart.
   [[nodiscard]] bool Inside(std::uint64_t offset) const;
-  // Returns the open range that holds [begin, end), if any.
-  [[nodiscard]] const std::pair<std::uint64_t, std::uint64_t>* Holding(std::uint64_t begin,
-                                                                       std::uint64_t end) const;
   [[nodiscard]] std::size_t open() const { return open_.size(); }
 
  private:
