@@ -16,6 +16,7 @@
 #include "engine/cursor_window.h"
 #include "engine/request.h"
 #include "engine/resolve_deps.h"
+#include "engine/sink_impl.h"
 #include "fwdsink/check.h"
 #include "fwdsink/endpoints.h"
 #include "io/single_slot_worker.h"
@@ -30,38 +31,6 @@ void Add(std::atomic<std::uint64_t>& counter, std::uint64_t n = 1) {
 }
 
 }  // namespace
-
-// Everything a sink keeps between calls; the public class is its handle.
-struct ForwardSink::Impl {
-  Impl(ForwardOptions o, ForwardDeps d, std::vector<EndpointLink> l)
-      : options(std::move(o)),
-        deps(std::move(d)),
-        encoder(options.compression, options.zstd_level),
-        credentials{.headers = options.headers, .links = std::move(l)} {
-    buffers.Reserve(options.chunker.chunk_bytes, options.compression != Compression::kIdentity);
-    for (EndpointLink& link : credentials.links) {
-      link.basic_authorization = BasicAuthorizationFor(options, link.transport->endpoint());
-    }
-  }
-
-  void SetState(State s) {
-    std::lock_guard lock(state_mu);
-    state = std::move(s);
-  }
-
-  const ForwardOptions options;
-  ForwardDeps deps;      // resolved (ResolveDeps): every default filled
-  Encoder encoder;       // sender thread, or the read-ahead job while it runs
-  ChunkBuffers buffers;  // sender thread, or the read-ahead job (buffers.ahead)
-  // The extra headers and one link per endpoint, in deps.endpoints' order. Sender
-  // thread only; never logged.
-  SinkCredentials credentials;
-  std::stop_source stop;
-  Counters counters;
-  mutable std::mutex state_mu;
-  State state;                  // guarded by state_mu
-  SingleSlotWorker read_ahead;  // last: joined before the buffers it fills go away
-};
 
 // One ForwardPartition call: "next chunk, its attempt, its conclusion", and the cursor
 // route. What a response means is decided by Classify(), what an attempt does next by

@@ -1,0 +1,50 @@
+// SPDX-License-Identifier: Apache-2.0
+// Private to the engine: what a ForwardSink keeps between calls, for the files that
+// implement its calls (forward_sink.cc: one partition's call). @ref LLP 0014#core
+#pragma once
+
+#include <mutex>
+#include <stop_token>
+#include <utility>
+#include <vector>
+
+#include "engine/auth.h"
+#include "engine/chunk_source.h"
+#include "fwdsink/forward_sink.h"
+#include "io/single_slot_worker.h"
+
+namespace fwdsink {
+
+// Everything a sink keeps between calls; the public class is its handle.
+struct ForwardSink::Impl {
+  Impl(ForwardOptions o, ForwardDeps d, std::vector<EndpointLink> l)
+      : options(std::move(o)),
+        deps(std::move(d)),
+        encoder(options.compression, options.zstd_level),
+        credentials{.headers = options.headers, .links = std::move(l)} {
+    buffers.Reserve(options.chunker.chunk_bytes, options.compression != Compression::kIdentity);
+    for (EndpointLink& link : credentials.links) {
+      link.basic_authorization = BasicAuthorizationFor(options, link.transport->endpoint());
+    }
+  }
+
+  void SetState(State s) {
+    std::lock_guard lock(state_mu);
+    state = std::move(s);
+  }
+
+  const ForwardOptions options;
+  ForwardDeps deps;      // resolved (ResolveDeps): every default filled
+  Encoder encoder;       // sender thread, or the read-ahead job while it runs
+  ChunkBuffers buffers;  // sender thread, or the read-ahead job (buffers.ahead)
+  // The extra headers and one link per endpoint, in deps.endpoints' order. Sender
+  // thread only; never logged.
+  SinkCredentials credentials;
+  std::stop_source stop;
+  Counters counters;
+  mutable std::mutex state_mu;
+  State state;                  // guarded by state_mu
+  SingleSlotWorker read_ahead;  // last: joined before the buffers it fills go away
+};
+
+}  // namespace fwdsink
