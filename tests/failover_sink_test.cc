@@ -45,6 +45,8 @@ fwdsink::ForwardOptions TwoUrls(const ScriptedServer& primary, const ScriptedSer
   o.backpressure.jitter = 0;
   o.backpressure.ladder = {1s, 2s, 4s};
   o.failover = {.failures_to_leave = 2, .failover_after = 30s, .failback_after = 60s};
+  // Scripts are consumed in arrival order: one chunk in flight (LLP 0014#window).
+  o.window = 1;
   return o;
 }
 

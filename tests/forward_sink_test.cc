@@ -65,6 +65,9 @@ struct Harness {
     o.transport.read_timeout = 5s;
     // These tests check exact waits: jitter off (it is on by default, LLP 0016#jitter).
     o.backpressure.jitter = 0;
+    // And one chunk's attempts against a script the server consumes in arrival order:
+    // one chunk in flight (several are integration_window_test's, LLP 0014#window).
+    o.window = 1;
     fwdsink::ForwardDeps deps;
     deps.time = &clock;
     deps.sleeper = &clock;

@@ -144,7 +144,9 @@ TEST_CASE("sink counters: one list feeds the struct, the snapshot, the JSON and 
   CHECK(j.at("wire_bytes_sent") == 77);
 }
 
-TEST_CASE("driver counters: overload_level, concurrency_limit and senders_busy are gauges") {
+TEST_CASE(
+    "driver counters: overload_level, concurrency_limit, senders_busy and requests_in_flight are "
+    "gauges") {
   fwdsink::DriverCounters c;
   c.ticks.store(4);
   c.overload_level.store(2);
@@ -153,7 +155,8 @@ TEST_CASE("driver counters: overload_level, concurrency_limit and senders_busy a
   fwdsink::ForEachCounter(s, [&](const CounterField& f) {
     (f.kind == CounterKind::kGauge ? gauges : counters).emplace_back(f.name);
   });
-  CHECK(gauges == std::vector<std::string>{"overload_level", "concurrency_limit", "senders_busy"});
+  CHECK(gauges == std::vector<std::string>{"overload_level", "concurrency_limit", "senders_busy",
+                                           "requests_in_flight"});
   CHECK(counters == std::vector<std::string>{
                         "ticks", "partitions_delivered", "respools", "poisoned_chunks",
                         "horizon_give_ups", "torn_partitions", "cursor_corrupt", "spool_errors",
@@ -162,12 +165,13 @@ TEST_CASE("driver counters: overload_level, concurrency_limit and senders_busy a
                         "concurrency_decreases", "dead_purged", "dead_purged_bytes"});
   CHECK(fwdsink::to_string(CounterKind::kGauge) == "gauge");
   CHECK(fwdsink::to_string(CounterKind::kCounter) == "counter");
-  CHECK(fwdsink::ToJson(s) ==
-        R"({"ticks":4,"partitions_delivered":0,"respools":0,"poisoned_chunks":0,)"
-        R"("horizon_give_ups":0,"torn_partitions":0,"cursor_corrupt":0,"spool_errors":0,)"
-        R"("permanent_errors":0,"cursor_save_failures":0,"auth_failures":0,"config_stops":0,)"
-        R"("quarantined":0,"spool_repairs":0,)"
-        R"("handover_changed":0,"overload_level":2,"concurrency_limit":0,"senders_busy":0,)"
-        R"("concurrency_increases":0,"concurrency_decreases":0,"dead_purged":0,)"
-        R"("dead_purged_bytes":0})");
+  CHECK(
+      fwdsink::ToJson(s) ==
+      R"({"ticks":4,"partitions_delivered":0,"respools":0,"poisoned_chunks":0,)"
+      R"("horizon_give_ups":0,"torn_partitions":0,"cursor_corrupt":0,"spool_errors":0,)"
+      R"("permanent_errors":0,"cursor_save_failures":0,"auth_failures":0,"config_stops":0,)"
+      R"("quarantined":0,"spool_repairs":0,)"
+      R"("handover_changed":0,"overload_level":2,"concurrency_limit":0,"senders_busy":0,)"
+      R"("requests_in_flight":0,"concurrency_increases":0,"concurrency_decreases":0,"dead_purged":0,)"
+      R"("dead_purged_bytes":0})");
 }

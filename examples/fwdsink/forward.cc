@@ -234,7 +234,7 @@ std::string ProgressLine(const fwdsink::Driver& d, std::uint64_t left, double ro
                   HumanRate(rows_per_s, "rows") + " | " + HumanRate(bytes_per_s, "B") + " | " +
                   std::to_string(acked) + " rows acked | ";
   const auto& c = d.counters();
-  s += SendersText(d.sender_states(), c.senders_busy.load(std::memory_order_relaxed),
+  s += SendersText(d.sender_states(), c.requests_in_flight.load(std::memory_order_relaxed),
                    c.concurrency_limit.load(std::memory_order_relaxed), Clock::now());
   const fwdsink::Endpoints& eps = d.sink().endpoints();
   if (eps.size() > 1) s += " | to " + eps.at(eps.active()).name;

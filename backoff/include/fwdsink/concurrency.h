@@ -24,10 +24,11 @@ namespace fwdsink {
 // @ref LLP 0018#signals
 struct ConcurrencyPolicy {
   // true: AIMD between 1 and `max` (--concurrency adaptive). false: always `max`
-  // (--concurrency N; 1 is one request in flight, as before this existed).
+  // (--concurrency N; 1 is one request in flight, as before this existed). It counts
+  // requests, every partition's window together. @ref LLP 0014#window
   bool adaptive = true;
   // The ceiling (adaptive) or the fixed limit (--max-concurrency, --concurrency N).
-  std::size_t max = 8;
+  std::size_t max = 32;
   // A window's mean round trip above baseline x (1 + rtt_tolerance) is "rising
   // latency": the requests queue somewhere, more of them would not go faster. > 0.
   double rtt_tolerance = 0.5;

@@ -3,6 +3,7 @@
 // chunk, retrying the same chunk in place under backpressure.
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
@@ -94,6 +95,17 @@ struct ForwardOptions {
   // spend in one ForwardPartition call; past it the refusal is blamed on the request
   // and the partition is respooled. @ref LLP 0023#request-level-refusals
   std::uint64_t max_split_requests = 256;
+  // Chunks of one partition in flight at once, 1-64: each has its own fixed range and
+  // key; acknowledgements may come in any order, the cursor is the end of the contiguous
+  // acknowledged prefix. How many are in flight is decided by the request slots
+  // (ForwardDeps::requests, the driver's adaptive limit). 1 sends one chunk at a time
+  // and keeps a partition's rows in order at the server. @ref LLP 0014#window
+  std::size_t window = 16;
+  static constexpr std::size_t kMaxWindow = 64;
+  // The bytes of the bodies in flight together (raw and encoded), when ForwardDeps has
+  // no shared budget: a new request waits for room; a partition's first always goes.
+  // @ref LLP 0014#window-memory
+  std::uint64_t max_inflight_bytes = std::uint64_t{32} << 20;
 };
 
 // Checks every field; returns OK, or a kInvalidConfig status naming the first bad one
@@ -172,16 +184,21 @@ struct ForwardResult {
 struct AckedChunk {
   std::string_view partition;
   std::uint64_t begin = 0;
-  std::uint64_t end = 0;  // the new cursor
+  std::uint64_t end = 0;
   std::uint64_t rows = 0;
   bool duplicate = false;      // the server said it had this key already
-  bool final = false;          // this chunk ends the partition's file
+  bool final = false;          // the partition is acknowledged to its end with this chunk
   bool dead_lettered = false;  // the rows went to dead letters, not to the server
   // Part of a split chunk whose other parts are not all acknowledged yet. A cursor
   // persisted here would make a restart chunk differently from the halves the server
   // may already hold (new keys, rows stored twice): the driver persists the cursor at
   // the split chunk's end instead. @ref LLP 0023#split-window
   bool inside_split = false;
+  // Where the cursor may be persisted now: the end of the contiguous prefix of wholly
+  // acknowledged chunks (never inside a split chunk, never past a gap). @ref LLP 0014#window
+  std::uint64_t cursor = 0;
+  // Requests of the partition still in flight after this one.
+  std::size_t in_flight = 0;
 };
 // Persists the cursor; returns false if it could not (the sink then stops and
 // respools with kCursorNotSaved rather than run ahead of what is on disk).
@@ -231,6 +248,9 @@ using AttemptObserver = std::function<void(const AttemptRecord&)>;
 // and the endpoints are shared ownership. The callables are copied into the sink and
 // called on the sending thread (the token provider, the event callback, the random
 // source): whatever they capture must outlive the sink.
+class RequestSlots;    // below
+class InflightBudget;  // below
+
 struct ForwardDeps {
   TimeSource* time = nullptr;          // Not owned. Default: RealTimeSource()
   Sleeper* sleeper = nullptr;          // Not owned. Default: RealSleeper()
@@ -254,6 +274,39 @@ struct ForwardDeps {
   std::shared_ptr<LatencyHistogram> latency;
   // Told of every answered request, on the sending thread; default: nobody.
   AttemptObserver on_attempt;
+  // Slots for a partition's second and later requests in flight (its first is the
+  // sender's own): the driver's adaptive limit counts requests. Default: none (a sink
+  // alone fills its window). @ref LLP 0014#window
+  std::shared_ptr<RequestSlots> requests;
+  // The bytes in flight, shared by every sender made from these deps; default: a
+  // private budget of options.max_inflight_bytes. @ref LLP 0014#window-memory
+  std::shared_ptr<InflightBudget> inflight;
+};
+
+// Slots for requests in flight beyond a sender's first. Thread-safe.
+class RequestSlots {
+ public:
+  virtual ~RequestSlots() = default;
+  // Takes a slot if one is free now, without waiting; `held` is how many this sender
+  // holds already (a fair share caps it).
+  [[nodiscard]] virtual bool TryAcquire(std::size_t held) = 0;
+  virtual void Release() = 0;
+};
+
+// A budget of bytes, taken by a request's bodies while it is in flight. Thread-safe.
+class InflightBudget {
+ public:
+  explicit InflightBudget(std::uint64_t limit) : limit_(limit) {}
+  // Takes `bytes` if they fit, or if the taker holds nothing yet (`held` == 0): one
+  // request of each sender always goes, so a chunk larger than the budget still moves.
+  [[nodiscard]] bool TryTake(std::uint64_t bytes, std::uint64_t held);
+  void Give(std::uint64_t bytes);
+  [[nodiscard]] std::uint64_t in_use() const { return used_.load(std::memory_order_relaxed); }
+  [[nodiscard]] std::uint64_t limit() const { return limit_; }
+
+ private:
+  const std::uint64_t limit_;
+  std::atomic<std::uint64_t> used_{0};
 };
 
 // Streams partitions to one endpoint, or to the one in use of a primary and its

@@ -367,8 +367,9 @@ class JsonObject {
   COUNTER(spool_repairs, "Spool folders recreated after they vanished.")                         \
   COUNTER(handover_changed, "Delivered partitions changed after hand-over (kept).")              \
   GAUGE(overload_level, "Current overload level: 0 = none, higher pauses longer between ticks.") \
-  GAUGE(concurrency_limit, "Partitions allowed in flight now (the adaptive limit).")             \
-  GAUGE(senders_busy, "Senders holding a partition now.")                                        \
+  GAUGE(concurrency_limit, "Requests allowed in flight now (the adaptive limit).")               \
+  GAUGE(senders_busy, "Request slots held now (by a partition or a request).")                   \
+  GAUGE(requests_in_flight, "Requests in flight now, every partition's window together.")        \
   COUNTER(concurrency_increases, "Rises of the concurrency limit (latency-bound).")              \
   COUNTER(concurrency_decreases, "Falls of the concurrency limit (refusals, errors, RTT).")      \
   COUNTER(dead_purged, "Dead letters deleted by the dead-letter caps, oldest first.")            \

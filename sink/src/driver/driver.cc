@@ -58,7 +58,9 @@ Status Driver::Impl::MakeLanes() {
   ForwardDeps sender_deps = deps;
   lanes.reserve(options.concurrency.max);
   for (std::size_t i = 0; i < options.concurrency.max; ++i) {
-    sender_deps.on_attempt = [this, i](const AttemptRecord& r) { OnAttempt(lanes[i], r); };
+    sender_deps.on_attempt = [this](const AttemptRecord& r) { OnAttempt(r); };
+    sender_deps.requests = requests;
+    sender_deps.inflight = inflight;
     // Not while the endpoint in use is held by a Retry-After. @ref LLP 0018#lend
     const auto unheld = [this] {
       const EndpointEntry& e = deps.endpoints->at(deps.endpoints->active());
@@ -221,17 +223,21 @@ bool Driver::Impl::ForwardFrom(Lane& lane, const ReadyPartition& p, TickReport& 
   // Cursors are saved on the writer's thread while the next chunk is in flight, and
   // only from the ack callback; every path below flushes before touching the spool
   // again. @ref LLP 0021#async-cursor
-  // Three steps: the next round trip starts, the cursor is saved, the slot is yielded.
-  const auto on_ack = [this, &lane](const AckedChunk& a) {
-    MarkRoundTrip(lane);
+  // Two steps: the cursor is saved when it moved, the slot is yielded when nothing else
+  // of the partition is in flight.
+  const auto on_ack = [this, &lane, saved = *offset](const AckedChunk& a) mutable {
     // The final chunk's cursor would be deleted by MarkDelivered a moment later; a crash
     // in between re-sends that one chunk under the same key. @ref LLP 0021#async-cursor
     if (a.final) return true;
-    // Inside a split chunk the cursor waits for the chunk's end: a restart then re-sends
-    // the whole chunk, which the server refuses and the sink splits again at the same
-    // lines, under the same keys. @ref LLP 0023#split-window
-    if (!a.inside_split && !lane.cursors->Submit(std::string(a.partition), a.end)) return false;
-    YieldSlot(lane);
+    // The cursor is the contiguous prefix of whole chunks: inside a split chunk it waits
+    // for the chunk's end (a restart then re-sends the whole chunk, which the server
+    // refuses and the sink splits again at the same lines, under the same keys), and
+    // past a gap for the gap. @ref LLP 0023#split-window @ref LLP 0014#window
+    if (a.cursor > saved) {
+      if (!lane.cursors->Submit(std::string(a.partition), a.cursor)) return false;
+      saved = a.cursor;
+    }
+    if (a.in_flight == 0) YieldSlot(lane);
     return true;  // a stop that cut the yield short aborts the sink's next request
   };
   const auto on_poison = [this, &lane, &p, &report](const PoisonedChunk& c) {

@@ -66,10 +66,6 @@ namespace fwdsink {
 struct Lane {
   std::unique_ptr<ForwardSink> sink;
   std::unique_ptr<CursorWriter> cursors;
-  // Sender thread only: where the current round trip began, and whether an attempt
-  // since then waited or was refused (a sample that waited is no latency sample).
-  MonotonicTime mark{};
-  bool pushed_back = false;
   // The slot it holds, and the sleeper of its sink: a long wait lends the slot.
   // @ref LLP 0018#lend
   std::unique_ptr<LaneSlot> slot;
@@ -86,7 +82,9 @@ struct Driver::Impl {
         spool(std::move(s)),
         overload(options.tick_pauses),
         limit(options.concurrency),
-        slots([this] { return limit.limit(); }) {
+        slots([this] { return limit.limit(); }),
+        requests(std::make_shared<LaneRequests>(slots, counters)),
+        inflight(std::make_shared<InflightBudget>(options.forward.max_inflight_bytes)) {
     counters.concurrency_limit.store(limit.limit(), std::memory_order_relaxed);
   }
 
@@ -97,9 +95,7 @@ struct Driver::Impl {
   void SendAll(const std::vector<ReadyPartition>& ready, TickReport& report);
   void LaneLoop(Lane& lane, const std::vector<ReadyPartition>& ready, TickReport& report);
   // Each answered request of a lane's sink: the limit learns from it. @ref LLP 0018#signals
-  void OnAttempt(Lane& lane, const AttemptRecord& r);
-  // After each acknowledged chunk: the next round trip starts now.
-  void MarkRoundTrip(Lane& lane);
+  void OnAttempt(const AttemptRecord& r);
   // Between two chunks: gives the slot up and waits for it while over the limit.
   void YieldSlot(Lane& lane);
   void Observe(std::chrono::microseconds rtt, RequestSignal signal);
@@ -142,6 +138,10 @@ struct Driver::Impl {
   OverloadLevel overload;   // driver thread only
   AdaptiveLimit limit;      // thread-safe; shared by the senders
   SenderSlots slots;        // thread-safe
+  // The senders' second and later requests, from the same slots; the bytes in flight of
+  // every sender. @ref LLP 0014#window
+  std::shared_ptr<LaneRequests> requests;
+  std::shared_ptr<InflightBudget> inflight;
   std::stop_source stop;
   DriverCounters counters;
   std::atomic<bool> ticking{false};    // inside Tick(): spool() is off limits

@@ -53,12 +53,14 @@ void Driver::Impl::SendAll(const std::vector<ReadyPartition>& ready, TickReport&
     LaneLoop(lanes[0], ready, report);
   }  // joined here
   counters.senders_busy.store(0, std::memory_order_relaxed);
+  counters.requests_in_flight.store(0, std::memory_order_relaxed);
 }
 
 void Driver::Impl::LaneLoop(Lane& lane, const std::vector<ReadyPartition>& ready,
                             TickReport& report) {
   TickReport mine;
   while (!stop_tick.load()) {
+    if (next.load() >= ready.size()) break;  // nothing left to hand out: no slot taken
     if (stop.stop_requested() || !lane.slot->Acquire(stop.get_token())) {
       mine.aborted = true;
       break;
@@ -66,7 +68,7 @@ void Driver::Impl::LaneLoop(Lane& lane, const std::vector<ReadyPartition>& ready
     const std::size_t i = next.fetch_add(1);
     if (i < ready.size() && !stop_tick.load()) {
       counters.senders_busy.store(slots.busy(), std::memory_order_relaxed);
-      MarkRoundTrip(lane);
+      counters.requests_in_flight.store(slots.busy(), std::memory_order_relaxed);
       ForwardOne(lane, ready[i], mine);
     }
     lane.slot->Release();
@@ -76,19 +78,16 @@ void Driver::Impl::LaneLoop(Lane& lane, const std::vector<ReadyPartition>& ready
   Merge(report, mine);
 }
 
-// A round trip that waited (pacer, gate, ladder, Retry-After) measures the wait, not the
-// path: it is no latency sample, and the limit does not grow on it. Refusals reach the
+// The limit counts requests, and learns from each one's own round trip (several of a
+// partition are in flight at once). A request that waited (pacer, gate, ladder,
+// Retry-After) is no sign of room: the limit does not grow on it. Refusals reach the
 // limit as they happen, not only when their chunk is finally acknowledged.
-// @ref LLP 0018#signals
-void Driver::Impl::OnAttempt(Lane& lane, const AttemptRecord& r) {
-  lane.pushed_back = lane.pushed_back || r.pushed_back;
+// @ref LLP 0018#signals @ref LLP 0014#window
+void Driver::Impl::OnAttempt(const AttemptRecord& r) {
   switch (r.kind) {
-    case AttemptRecord::Kind::kAccepted: {
-      const auto rtt = std::chrono::duration_cast<std::chrono::microseconds>(
-          deps.time->MonotonicNow() - lane.mark);
-      Observe(rtt, lane.pushed_back ? RequestSignal::kPaced : RequestSignal::kAccepted);
+    case AttemptRecord::Kind::kAccepted:
+      Observe(r.round_trip, r.pushed_back ? RequestSignal::kPaced : RequestSignal::kAccepted);
       break;
-    }
     case AttemptRecord::Kind::kRefused:
       Observe(std::chrono::microseconds{0}, RequestSignal::kBackpressure);
       break;
@@ -99,15 +98,9 @@ void Driver::Impl::OnAttempt(Lane& lane, const AttemptRecord& r) {
   }
 }
 
-void Driver::Impl::MarkRoundTrip(Lane& lane) {
-  lane.mark = deps.time->MonotonicNow();
-  lane.pushed_back = false;
-}
-
 void Driver::Impl::YieldSlot(Lane& lane) {
   if (!lane.slot->held()) return;
   if (!lane.slot->Yield(stop.get_token())) return;  // stopped: the sink aborts next
-  lane.mark = deps.time->MonotonicNow();            // the wait for a slot is no round trip
   counters.senders_busy.store(slots.busy(), std::memory_order_relaxed);
 }
 

@@ -1,27 +1,62 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "driver/sender_slots.h"
 
+#include <algorithm>
+
 #include "fwdsink/check.h"
 
 namespace fwdsink {
 
 bool SenderSlots::Acquire(std::stop_token stop) {
   std::unique_lock lock(mu_);
+  acquiring_ += 1;
   // A sender resuming a half-sent partition goes first. @ref LLP 0018#slots
-  if (!cv_.wait(lock, stop, [this] { return resuming_ == 0 && returning_ == 0 && Free(); })) {
-    return false;
-  }
+  const bool got =
+      cv_.wait(lock, stop, [this] { return resuming_ == 0 && returning_ == 0 && Free(); });
+  acquiring_ -= 1;
+  if (!got) return false;
   busy_ += 1;
+  senders_ += 1;
   return true;
 }
 
 void SenderSlots::Release() {
   {
     std::lock_guard lock(mu_);
+    FWDSINK_DCHECK(busy_ > 0 && senders_ > 0);
+    busy_ -= 1;
+    senders_ -= 1;
+  }
+  cv_.notify_all();
+}
+
+bool SenderSlots::TryAcquireExtra(std::size_t held) {
+  std::lock_guard lock(mu_);
+  if (acquiring_ > 0 || resuming_ > 0 || returning_ > 0 || !Free()) return false;
+  const std::size_t fair = std::max<std::size_t>(1, limit_() / std::max<std::size_t>(1, senders_));
+  if (held + 1 >= fair) return false;
+  busy_ += 1;
+  return true;
+}
+
+void SenderSlots::ReleaseExtra() {
+  {
+    std::lock_guard lock(mu_);
     FWDSINK_DCHECK(busy_ > 0);
     busy_ -= 1;
   }
   cv_.notify_all();
+}
+
+bool LaneRequests::TryAcquire(std::size_t held) {
+  const bool got = slots_.TryAcquireExtra(held);
+  if (got) counters_.requests_in_flight.store(slots_.busy(), std::memory_order_relaxed);
+  return got;
+}
+
+void LaneRequests::Release() {
+  slots_.ReleaseExtra();
+  counters_.requests_in_flight.store(slots_.busy(), std::memory_order_relaxed);
 }
 
 bool SenderSlots::Yield(std::stop_token stop) {
@@ -39,7 +74,7 @@ bool SenderSlots::Yield(std::stop_token stop) {
   return got;
 }
 
-void SenderSlots::Lend() { Release(); }
+void SenderSlots::Lend() { ReleaseExtra(); }  // still the same sender's
 
 bool SenderSlots::Reclaim(std::stop_token stop) {
   std::unique_lock lock(mu_);

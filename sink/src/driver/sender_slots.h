@@ -10,6 +10,8 @@
 #include <utility>
 
 #include "fwdsink/clock.h"
+#include "fwdsink/driver.h"
+#include "fwdsink/forward_sink.h"
 
 namespace fwdsink {
 
@@ -30,6 +32,13 @@ class SenderSlots {
   [[nodiscard]] bool Acquire(std::stop_token stop);
   // Gives a slot back.
   void Release();
+  // A sender's second or later request in flight: takes a slot if one is free now and
+  // nobody waits for one (a partition to start, a sender back from a wait), and the
+  // sender holds fewer than its fair share of the limit (`held` extras besides its own
+  // slot). Never waits. @ref LLP 0014#window
+  [[nodiscard]] bool TryAcquireExtra(std::size_t held);
+  // Gives an extra slot back.
+  void ReleaseExtra();
   // Between two chunks: while more slots are held than the limit allows, gives this
   // one back and waits for it again, ahead of senders waiting in Acquire(). Returns
   // false when stopped (the slot is then not held). Returns at once when within it.
@@ -53,6 +62,8 @@ class SenderSlots {
   mutable std::mutex mu_;
   std::condition_variable_any cv_;
   std::size_t busy_ = 0;       // guarded by mu_
+  std::size_t senders_ = 0;    // slots held by Acquire() (partitions); guarded by mu_
+  std::size_t acquiring_ = 0;  // senders waiting in Acquire(); guarded by mu_
   std::size_t resuming_ = 0;   // senders waiting in Yield(); guarded by mu_
   std::size_t returning_ = 0;  // senders waiting in Reclaim(); guarded by mu_
 };
@@ -96,6 +107,19 @@ class LaneSlot final : public Sleeper {
   const std::stop_token stop_;
   const std::function<bool()> worth_lending_;
   bool held_ = false;  // sender thread only
+};
+
+// The driver's RequestSlots: the senders' extra requests from `slots`; keeps the
+// requests_in_flight gauge.
+class LaneRequests final : public RequestSlots {
+ public:
+  LaneRequests(SenderSlots& slots, DriverCounters& counters) : slots_(slots), counters_(counters) {}
+  [[nodiscard]] bool TryAcquire(std::size_t held) override;
+  void Release() override;
+
+ private:
+  SenderSlots& slots_;        // Not owned.
+  DriverCounters& counters_;  // Not owned.
 };
 
 }  // namespace fwdsink

@@ -34,7 +34,7 @@ HealthReport::Kind HealthKindFor(const Verdict& v) {
 }  // namespace
 
 Attempt::Attempt(SendCore& core, const Request& request)
-    : core_(core), request_(request), first_(core.time.MonotonicNow()) {}
+    : core_(core), request_(request), first_(core.time.MonotonicNow()), route_(core.route) {}
 
 Attempt::Step Attempt::Start() {
   next_ = Next::kChoose;
@@ -94,13 +94,17 @@ PostLimits Attempt::limits() const {
 // is due. On the chunk's first attempt and on every change of endpoint, hands that
 // endpoint's token over (checked once) and builds the headers. @ref LLP 0019#states
 bool Attempt::UseEndpoint() {
-  Route& route = core_.route;
+  Route& route = route_;
+  // Starts from what the last attempt saw (another may have moved meanwhile).
+  const std::size_t was = route.ep;
+  route.moves_seen = core_.route.moves_seen;
   const EndpointHealth::Choice choice =
       core_.endpoints.Choose(core_.time.MonotonicNow(), &route.moves_seen);
-  const bool changed = headers_.empty() || choice.endpoint != route.ep;
-  if (choice.endpoint != route.ep) refreshed_ = false;  // a 401 is per endpoint
+  const bool changed = headers_.empty() || choice.endpoint != was;
+  if (choice.endpoint != was) refreshed_ = false;  // a 401 is per endpoint
   route.ep = choice.endpoint;
   route.probe = choice.probe;
+  core_.route = route;
   core_.counters.endpoint_in_use.store(route.ep, std::memory_order_relaxed);
   if (route.probe) {
     Add(core_.counters.probes);
@@ -321,11 +325,13 @@ bool Attempt::RefreshToken(const Verdict& v) {
 // Tells the endpoints what the request came to; carries a move out (counters, an
 // event). The request is no probe any more once reported.
 HealthDecision Attempt::ReportHealth(HealthReport::Kind kind, milliseconds wait, const Verdict& v) {
-  Route& route = core_.route;
+  Route& route = route_;
   const HealthDecision d = core_.endpoints.Report(
       {.endpoint = route.ep, .kind = kind, .probe = route.probe, .wait = wait},
       core_.time.MonotonicNow(), &route.moves_seen);
   route.probe = false;
+  core_.route.moves_seen = route.moves_seen;
+  core_.route.probe = false;
   if (kind == HealthReport::Kind::kFailed) Add(Entry().counters.failures);
   if (kind == HealthReport::Kind::kHeld) Add(Entry().counters.holds);
   Event e{.key = request_.key, .status = v.status, .reason = v.reason};
@@ -380,7 +386,7 @@ void Attempt::Count(const Verdict& v) {
 // answer was, where it happens. @ref LLP 0018#signals
 void Attempt::Observe(const Verdict& v, std::chrono::microseconds round_trip) {
   if (!core_.observer) return;
-  AttemptRecord r{.endpoint = core_.route.ep,
+  AttemptRecord r{.endpoint = route_.ep,
                   .status = v.status,
                   .pushed_back = pushed_back_,
                   .round_trip = round_trip};

@@ -116,7 +116,11 @@ class Attempt {
   [[nodiscard]] const HeaderList& headers() const { return headers_; }
   // The request may take what is left of the inline budget, no more. @ref LLP 0023#deadlines
   [[nodiscard]] PostLimits limits() const;
-  [[nodiscard]] std::size_t endpoint() const { return core_.route.ep; }
+  // The endpoint this attempt posts to, and its view of the endpoints (its own: several
+  // attempts may be alive at once; each hands its view back to SendCore::route, where the
+  // next attempt starts from). @ref LLP 0014#window
+  [[nodiscard]] std::size_t endpoint() const { return route_.ep; }
+  [[nodiscard]] const Route& route() const { return route_; }
   [[nodiscard]] const Request& request() const { return request_; }
   [[nodiscard]] const End& end() const { return end_; }
   // Failed attempts that waited (not token refreshes).
@@ -149,12 +153,13 @@ class Attempt {
   void Emit(Event e) const;
   void PushBack(std::atomic<std::uint64_t>& counter);
   [[nodiscard]] std::chrono::milliseconds Elapsed() const;
-  EndpointEntry& Entry() const { return core_.endpoints.at(core_.route.ep); }
-  EndpointLink& Link() const { return core_.credentials.links[core_.route.ep]; }
+  EndpointEntry& Entry() const { return core_.endpoints.at(route_.ep); }
+  EndpointLink& Link() const { return core_.credentials.links[route_.ep]; }
 
   SendCore& core_;
   const Request& request_;
   const MonotonicTime first_;  // the first attempt: the inline budget counts from here
+  Route route_;                // this attempt's; handed back to core_.route on each change
   Next next_ = Next::kChoose;
   HeaderList headers_;  // built by UseEndpoint: first attempt, and on every move
   std::size_t attempt_ = 0;

@@ -48,9 +48,11 @@ SourceStatus ChunkSource::Next() {
   return SourceStatus::kChunk;
 }
 
-void ChunkSource::SplitCurrent() {
+void ChunkSource::SplitCurrent() { Split(buffers_.current.chunk); }
+
+void ChunkSource::Split(const Chunk& chunk) {
   if (read_ahead_running_) held_back_ = WaitReadAhead();  // the halves go first
-  auto halves = SplitChunk(buffers_.current.chunk);
+  auto halves = SplitChunk(chunk);
   FWDSINK_CHECK(halves.has_value());  // callers split chunks of two rows or more
   split_halves_.push_front(std::move(halves->second));
   split_halves_.push_front(std::move(halves->first));

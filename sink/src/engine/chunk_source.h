@@ -60,6 +60,9 @@ class ChunkSource {
   [[nodiscard]] SourceStatus Next();
   // Replaces the current chunk (two rows or more) by its two halves, sent next.
   void SplitCurrent();
+  // Queues the two halves of `chunk` (two rows or more; a chunk taken from this source
+  // earlier), sent next, before anything after them. @ref LLP 0014#window
+  void Split(const Chunk& chunk);
   // Caps the raw size of chunks read from now on (the chunk being read ahead keeps its
   // size; the current chunk keeps its bytes and key). @ref LLP 0016#shrink
   void LimitChunkBytes(std::size_t bytes);

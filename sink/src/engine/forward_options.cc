@@ -166,6 +166,10 @@ Status Validate(const ForwardOptions& o) {
   }
   if (o.label.empty()) return Status::Config("label", "must not be empty");
   if (o.max_split_requests == 0) return Status::Config("max_split_requests", "must be positive");
+  if (o.window < 1 || o.window > ForwardOptions::kMaxWindow) {
+    return Status::Config("window", "must be 1 to " + std::to_string(ForwardOptions::kMaxWindow));
+  }
+  if (o.max_inflight_bytes == 0) return Status::Config("max_inflight_bytes", "must be positive");
   return OkStatus();
 }
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The forward sink: one call per partition. It reads chunks, gives each its Request and
-// an Attempt, runs the attempt (the one place that sleeps and posts), and concludes.
-// @ref LLP 0014#core
+// an Attempt, keeps up to a window of them in flight, runs their steps (the one place
+// that sleeps; the pipes post), and concludes each. @ref LLP 0014#core @ref LLP 0014#window
 #include "fwdsink/forward_sink.h"
 
 #include <algorithm>
@@ -11,6 +11,7 @@
 
 #include "engine/attempt.h"
 #include "engine/auth.h"
+#include "engine/call.h"
 #include "engine/chunk_source.h"
 #include "engine/conclusion.h"
 #include "engine/cursor_window.h"
@@ -26,360 +27,317 @@ namespace {
 
 using std::chrono::milliseconds;
 
-void Add(std::atomic<std::uint64_t>& counter, std::uint64_t n = 1) {
-  counter.fetch_add(n, std::memory_order_relaxed);
-}
-
 }  // namespace
 
-// One ForwardPartition call: "next chunk, its attempt, its conclusion", and the cursor
-// route. What a response means is decided by Classify(), what an attempt does next by
-// the Attempt, what an ending writes by the conclusion table. @ref LLP 0014#core
-class ForwardSink::Call {
- public:
-  Call(Impl& sink, std::string_view partition, const AckCallback& on_ack,
-       const PoisonCallback& on_poison)
-      : sink_(sink),
-        options_(sink.options),
-        counters_(sink.counters),
-        partition_(partition),
-        on_ack_(on_ack),
-        on_poison_(on_poison),
-        stop_(sink.stop.get_token()),
-        core_{.options = sink.options,
-              .endpoints = *sink.deps.endpoints,
-              .credentials = sink.credentials,
-              .counters = sink.counters,
-              .time = *sink.deps.time,
-              .random = sink.deps.random,
-              .stop = stop_,
-              .content_encoding = sink.encoder.content_encoding(),
-              .emit = [this](Event e) { Emit(std::move(e)); },
-              .set_state = [this](State s) { sink_.SetState(std::move(s)); },
-              .observer = sink.deps.on_attempt,
-              .pacing = pacing_,
-              .route = route_,
-              .bisection = bisection_} {}
+ForwardSink::Call::Call(Impl& sink, std::string_view partition, const AckCallback& on_ack,
+                        const PoisonCallback& on_poison)
+    : sink_(sink),
+      options_(sink.options),
+      counters_(sink.counters),
+      partition_(partition),
+      on_ack_(on_ack),
+      on_poison_(on_poison),
+      stop_(sink.stop.get_token()),
+      core_{.options = sink.options,
+            .endpoints = *sink.deps.endpoints,
+            .credentials = sink.credentials,
+            .counters = sink.counters,
+            .time = *sink.deps.time,
+            .random = sink.deps.random,
+            .stop = stop_,
+            .content_encoding = sink.encoder.content_encoding(),
+            .emit = [this](Event e) { Emit(std::move(e)); },
+            .set_state = [this](State s) { sink_.SetState(std::move(s)); },
+            .observer = sink.deps.on_attempt,
+            .pacing = pacing_,
+            .route = route_,
+            .bisection = bisection_} {}
 
-  ForwardResult Forward(const std::filesystem::path& path, std::uint64_t begin) {
-    result_.resume_offset = begin;
-    window_ = CursorWindow(begin);
-    if (stop_.stop_requested()) {
-      End(Ending::kAborted, {});
-      return Finish();
-    }
-    ChunkSource source(path, begin, options_.chunker, sink_.encoder, sink_.buffers,
-                       sink_.read_ahead);
-    file_size_ = source.file_size();
-    result_.file_size = file_size_;
-    result_.file_mtime_ns = source.chunker().file_mtime_ns();
-    for (;;) {
-      const SourceStatus next = source.Next();
-      if (next == SourceStatus::kEnd) {
-        if (!Shrunk(path)) End(Ending::kDelivered, {});
-        break;
-      }
-      if (next != SourceStatus::kChunk) {
-        if (!Shrunk(path)) SourceFailed(source, next);
-        break;
-      }
-      if (SendChunk(source) == ChunkEnd::kStop) break;
-    }
+ForwardSink::Call::~Call() {
+  FWDSINK_CHECK(posting_ == 0);  // a post's answer refers to its flight
+  while (!flights_.empty()) Remove(flights_.begin());
+}
+
+ForwardResult ForwardSink::Call::Forward(const std::filesystem::path& path, std::uint64_t begin) {
+  result_.resume_offset = begin;
+  window_ = CursorWindow(begin);
+  path_ = path;
+  if (stop_.stop_requested()) {
+    End(Ending::kAborted, {});
     return Finish();
   }
-
- private:
-  // How a chunk's attempts ended: on to the next chunk, or stop the partition.
-  enum class ChunkEnd { kNext, kStop };
-
-  ForwardResult Finish() {
-    sink_.SetState({});
-    return std::move(result_);
+  ChunkSource source(path, begin, options_.chunker, sink_.encoder, sink_.buffers, sink_.read_ahead);
+  source_ = &source;
+  file_size_ = source.file_size();
+  result_.file_size = file_size_;
+  result_.file_mtime_ns = source.chunker().file_mtime_ns();
+  Pump();
+  if (!stopping_) {
+    if (!source_end_) {
+      End(Ending::kAborted, {});  // Close() before the next chunk opened
+    } else if (!Shrunk()) {
+      if (*source_end_ == SourceStatus::kEnd) {
+        // Every range of the file is acknowledged: anything else would lose rows.
+        FWDSINK_CHECK(window_.durable_end() >= file_size_);
+        End(Ending::kDelivered, {});
+      } else {
+        SourceFailed(source, *source_end_);
+      }
+    }
   }
+  source_ = nullptr;
+  return Finish();
+}
 
-  void End(Ending ending, const Facts& facts) {
-    fwdsink::Conclude(ending, facts, result_, counters_, core_.emit);
+// Opens chunks while the window, the request slots and the byte budget let it, runs
+// every flight's steps, and returns when none is left. @ref LLP 0014#window
+void ForwardSink::Call::Pump() {
+  for (;;) {
+    Refill();
+    Dispatch();
+    if (flights_.empty()) return;
+    if (TakeAnswers()) continue;
+    WaitForEvent();
   }
+}
 
-  // A sealed partition never changes: one smaller now than at open was cut under us (a
-  // contract violation, not a delivery and not a torn row). The driver quarantines it;
-  // the message has the true counts. @ref LLP 0023#shrunk
-  bool Shrunk(const std::filesystem::path& path) {
-    std::error_code ec;
-    const std::uint64_t now = std::filesystem::file_size(path, ec);
-    if (ec || now >= file_size_) return false;
-    End(Ending::kShrunk,
-        {.reason = std::string(kShrunkReason),
-         .message = "partition shrank while being sent: " + std::to_string(file_size_) +
-                    " bytes at hand-over, " + std::to_string(result_.resume_offset) +
-                    " sent and acknowledged, " + std::to_string(now) + " now",
-         .begin = result_.resume_offset,
-         .end = now});
-    return true;
+// Whether one more chunk may open now. Takes its request slot and budget when so.
+bool ForwardSink::Call::CanOpen() {
+  if (stopping_ || source_end_ || stop_.stop_requested()) return false;
+  if (flights_.empty()) return true;  // the sender's own slot
+  if (flights_.size() >= options_.window) return false;
+  // One request at a time while a bisection runs (its bookkeeping is sequential), and
+  // none new while a chunk is being retried: a refusal stops the window from growing
+  // until the refused chunk is acknowledged. @ref LLP 0014#window-refusal
+  if (bisection_.active) return false;
+  for (const Flight& f : flights_) {
+    if (f.attempt->attempts() > 0 || f.attempt->throttled()) return false;
   }
+  // Room in the budget for a chunk of full size (taken at its true size in Open()).
+  const InflightBudget& budget = *sink_.deps.inflight;
+  const std::uint64_t full =
+      options_.chunker.chunk_bytes * (options_.compression == Compression::kIdentity ? 1 : 2);
+  if (budget.in_use() + full > budget.limit()) return false;
+  return flights_.size() < 1 + extras_ || TakeSlot();
+}
 
-  void SourceFailed(ChunkSource& source, SourceStatus status) {
-    if (status == SourceStatus::kEncodeError) {
-      const Chunk& c = source.chunk();
-      const std::string key = ChunkKey(partition_, c.begin, c.end);
-      End(Ending::kEncodeFailed,
-          {.key = key,
-           .reason = "encode_failed",
-           .message = "compressing chunk " + key + " failed: " + source.encode_error()});
+// One more request slot beyond the sender's own, if the driver's limit has one.
+bool ForwardSink::Call::TakeSlot() {
+  if (sink_.deps.requests && !sink_.deps.requests->TryAcquire(extras_)) return false;
+  ++extras_;
+  return true;
+}
+
+// Gives back the slots beyond what `needed` requests use.
+void ForwardSink::Call::ReleaseSlots(std::size_t needed) {
+  while (extras_ > 0 && extras_ + 1 > std::max<std::size_t>(needed, 1)) {
+    if (sink_.deps.requests) sink_.deps.requests->Release();
+    --extras_;
+  }
+}
+
+void ForwardSink::Call::Refill() {
+  while (CanOpen()) {
+    const SourceStatus next = source_->Next();
+    if (next != SourceStatus::kChunk) {
+      source_end_ = next;
+      ReleaseSlots(flights_.size());  // the slot taken for it goes back
       return;
     }
-    const Chunker& chunker = source.chunker();
-    End(Ending::kUnreadable, {.reason = std::string(to_string(chunker.error())),
-                              .message = chunker.error_message(),
-                              .begin = chunker.error_offset()});
+    Open();
   }
+}
 
-  void Emit(Event e) {
-    if (!sink_.deps.on_event) return;
-    e.label = options_.label;
-    e.partition = partition_;
-    if (sink_.deps.endpoints->size() > 1) e.endpoint = sink_.deps.endpoints->at(route_.ep).name;
-    sink_.deps.on_event(e);
+// Moves the source's current chunk into a new flight and starts its attempt. The
+// flight owns the bytes until it ends; the buffer it gives the source back is one of
+// an ended flight (capacity kept). @ref LLP 0014#window-memory
+void ForwardSink::Call::Open() {
+  Flight& f = flights_.emplace_back();
+  if (!spare_.empty()) {
+    f.prepared = std::move(spare_.back());
+    spare_.pop_back();
   }
+  std::swap(f.prepared, sink_.buffers.current);
+  const bool identity = options_.compression == Compression::kIdentity;
+  std::string& wire = identity ? f.prepared.chunk.body : f.prepared.wire;
+  f.bytes = f.prepared.chunk.body.size() + (identity ? 0 : wire.size());
+  (void)sink_.deps.inflight->TryTake(f.bytes, /*held=*/0);  // CanOpen() checked the room
+  bytes_held_ += f.bytes;
+  f.request = MakeRequest(partition_, f.prepared.chunk, wire, options_);
+  // Reloaded credentials apply from a chunk's first attempt on. @ref LLP 0024#reload
+  sink_.credentials.TakeNewer(sink_.deps.credentials.get());
+  window_.Open(f.request.range.begin, f.request.range.end);
+  f.attempt = std::make_unique<Attempt>(core_, f.request);
+  f.step = f.attempt->Start();
+  Handle(std::prev(flights_.end()));
+}
 
-  // Sends the current chunk, identical bytes under an identical key on every attempt,
-  // until its attempt ends. @ref LLP 0014#retry-in-place
-  ChunkEnd SendChunk(ChunkSource& source) {
-    const Request request = MakeRequest(partition_, source.chunk(), source.wire(), options_);
-    // Reloaded credentials apply from a chunk's first attempt on. @ref LLP 0024#reload
-    sink_.credentials.TakeNewer(sink_.deps.credentials.get());
-    window_.Open(request.range.begin, request.range.end);
-    Attempt attempt(core_, request);
-    RunAttempt(attempt);
-    if (attempt.status_seen()) result_.status = *attempt.status_seen();
-    if (attempt.throttled()) result_.throttled = true;
-    return Finished(attempt, source);
+// Posts every flight that wants to, each on a free pipe.
+void ForwardSink::Call::Dispatch() {
+  for (Flight& f : flights_) {
+    if (f.step.kind != Attempt::Step::Kind::kPost || f.pipe >= 0) continue;
+    if (posting_ >= 1 + extras_ && !TakeSlot()) return;  // a slot comes free with an answer
+    const int pipe = sink_.pipes.Take(options_.window);
+    if (pipe < 0) return;  // one comes free with the next answer
+    f.pipe = pipe;
+    ++posting_;
+    Flight* flight = &f;
+    sink_.pipes.Post(pipe, f.attempt->endpoint(), f.attempt->headers(), *f.request.wire,
+                     f.request.query, f.attempt->limits(), [this, flight](PostDone done) {
+                       std::lock_guard lock(answers_mu_);
+                       answers_.push_back({flight, std::move(done)});
+                       wake_.request_stop();
+                       answers_cv_.notify_all();
+                     });
   }
+}
 
-  // The one loop that sleeps and posts for an attempt. @ref LLP 0014#attempt
-  void RunAttempt(Attempt& attempt) {
-    Attempt::Step step = attempt.Start();
-    for (;;) {
-      switch (step.kind) {
-        case Attempt::Step::Kind::kDone: return;
-        case Attempt::Step::Kind::kPost: step = Post(attempt); break;
-        case Attempt::Step::Kind::kWait: step = attempt.Woke(Sleep(step)); break;
-      }
+// Hands every answer in to its attempt; false when there was none.
+bool ForwardSink::Call::TakeAnswers() {
+  std::vector<Answered> answers;
+  {
+    std::lock_guard lock(answers_mu_);
+    answers.swap(answers_);
+  }
+  for (Answered& a : answers) {
+    Flight& f = *a.flight;
+    sink_.pipes.Give(f.pipe);
+    f.pipe = -1;
+    --posting_;
+    if (sink_.deps.latency) sink_.deps.latency->Observe(a.done.took);
+    f.step = f.attempt->Answered(std::move(a.done.result), a.done.took);
+    Handle(Find(&f));
+  }
+  return !answers.empty();
+}
+
+ForwardSink::Call::FlightIt ForwardSink::Call::Find(const Flight* f) {
+  for (auto it = flights_.begin(); it != flights_.end(); ++it) {
+    if (&*it == f) return it;
+  }
+  return flights_.end();
+}
+
+// Carries out a flight's new step: an ending is concluded and the flight removed; while
+// the partition stops, a flight that would go on is dropped instead (its range stays
+// open: it is re-sent under its key next time).
+void ForwardSink::Call::Handle(FlightIt it) {
+  Flight& f = *it;
+  if (f.step.kind == Attempt::Step::Kind::kDone) {
+    const Attempt::End& end = f.attempt->end();
+    const bool acked =
+        end.kind == Attempt::End::Kind::kVerdict && end.verdict.action == Action::kAcknowledge;
+    // Once the partition stops, only acknowledgements still count. @ref LLP 0014#window-refusal
+    if ((!stopping_ || acked) && Finished(f) == ChunkEnd::kStop && !stopping_) {
+      stopping_ = true;
+      DropIdle(&f);
+    }
+    Remove(it);
+    return;
+  }
+  if (stopping_ && f.pipe < 0) Remove(it);
+}
+
+// The partition stops: every flight not posting now is dropped (its range stays open in
+// the window and is re-sent under its key next time); those posting finish.
+void ForwardSink::Call::DropIdle(const Flight* except) {
+  for (auto it = flights_.begin(); it != flights_.end();) {
+    auto next = std::next(it);
+    if (&*it != except && it->pipe < 0) Remove(it);
+    it = next;
+  }
+}
+
+void ForwardSink::Call::Remove(FlightIt it) {
+  Flight& f = *it;
+  FWDSINK_DCHECK(f.pipe < 0);
+  sink_.deps.inflight->Give(f.bytes);
+  bytes_held_ -= f.bytes;
+  f.attempt.reset();
+  spare_.push_back(std::move(f.prepared));
+  flights_.erase(it);
+  ReleaseSlots(flights_.size());
+}
+
+// Waits for the next thing to do: an answer, or the soonest flight's wake time.
+void ForwardSink::Call::WaitForEvent() {
+  const Flight* soonest = nullptr;
+  for (const Flight& f : flights_) {
+    if (f.step.kind != Attempt::Step::Kind::kWait) continue;
+    if (!soonest || f.step.wake_at < soonest->step.wake_at) soonest = &f;
+  }
+  if (!soonest) {
+    std::unique_lock lock(answers_mu_);
+    answers_cv_.wait(lock, [this] { return !answers_.empty(); });  // Close() aborts posts
+    return;
+  }
+  if (posting_ == 0) {
+    // Nothing else runs: a partition that waits holds no slot beyond the sender's own,
+    // and the sleeper lends that one for a long wait. @ref LLP 0018#lend
+    ReleaseSlots(0);
+    const Attempt::Woken how = Sleep(*soonest);
+    if (how == Attempt::Woken::kStopped) return WakeDue(/*stopped=*/true);
+    const FlightIt it = Find(soonest);
+    it->step = it->attempt->Woke(how);
+    return Handle(it);
+  }
+  const bool stopped = SleepUntilAnswer(soonest->step.wake_at);
+  WakeDue(stopped);
+}
+
+// Wakes the flights whose time has come (all of them with kStopped on Close()).
+void ForwardSink::Call::WakeDue(bool stopped) {
+  const MonotonicTime now = sink_.deps.time->MonotonicNow();
+  std::vector<const Flight*> due;
+  for (const Flight& f : flights_) {
+    if (f.step.kind == Attempt::Step::Kind::kWait && (stopped || f.step.wake_at <= now)) {
+      due.push_back(&f);
     }
   }
-
-  Attempt::Step Post(Attempt& attempt) {
-    const Request& request = attempt.request();
-    TimeSource& time = *sink_.deps.time;
-    const MonotonicTime posted = time.MonotonicNow();
-    TransportResult answer = sink_.credentials.links[attempt.endpoint()].transport->Post(
-        attempt.headers(), *request.wire, request.query, attempt.limits());
-    const auto took = time.MonotonicNow() - posted;
-    if (sink_.deps.latency) sink_.deps.latency->Observe(took);
-    return attempt.Answered(std::move(answer),
-                            std::chrono::duration_cast<std::chrono::microseconds>(took));
+  for (const Flight* f : due) {
+    const FlightIt it = Find(f);  // an earlier one's ending may have dropped it
+    if (it == flights_.end()) continue;
+    it->step = it->attempt->Woke(stopped ? Attempt::Woken::kStopped : Attempt::Woken::kElapsed);
+    Handle(it);
   }
+}
 
-  // Sleeps until the step's wake time; Close() cuts it short (kStopped), and so does a
-  // failover that leaves the endpoint of a wait on it (kLeft). @ref LLP 0019#wake
-  Attempt::Woken Sleep(const Attempt::Step& step) {
-    const milliseconds wait =
-        std::max(milliseconds::zero(),
-                 std::chrono::ceil<milliseconds>(step.wake_at - sink_.deps.time->MonotonicNow()));
-    Sleeper& sleeper = *sink_.deps.sleeper;
-    if (!step.on_endpoint) {
-      return sleeper.SleepFor(wait, stop_) ? Attempt::Woken::kElapsed : Attempt::Woken::kStopped;
-    }
-    const Endpoints::Waiting on = sink_.deps.endpoints->WaitOn(route_.ep, route_.moves_seen, stop_);
-    if (!on.left() && sleeper.SleepFor(wait, on.token())) return Attempt::Woken::kElapsed;
-    return stop_.stop_requested() ? Attempt::Woken::kStopped : Attempt::Woken::kLeft;
+// Sleeps until `wake_at`, or less when an answer comes in; true when Close() cut it.
+bool ForwardSink::Call::SleepUntilAnswer(MonotonicTime wake_at) {
+  std::stop_source wake;
+  {
+    std::lock_guard lock(answers_mu_);
+    if (!answers_.empty()) return false;
+    wake_ = std::stop_source();
+    wake = wake_;
   }
+  const std::stop_callback on_close(stop_, [wake]() mutable { wake.request_stop(); });
+  // In steps short enough that the sleeper never lends the sender's slot while its posts
+  // run (the loop comes back here until the time is reached). @ref LLP 0018#lend
+  constexpr milliseconds kStep{500};
+  const auto wait =
+      std::clamp(std::chrono::ceil<milliseconds>(wake_at - sink_.deps.time->MonotonicNow()),
+                 milliseconds::zero(), kStep);
+  (void)sink_.deps.sleeper->SleepFor(wait, wake.get_token());
+  return stop_.stop_requested();
+}
 
-  // Carries out how the attempt ended.
-  ChunkEnd Finished(const Attempt& attempt, ChunkSource& source) {
-    const Attempt::End& end = attempt.end();
-    const Request& request = attempt.request();
-    switch (end.kind) {
-      case Attempt::End::Kind::kAborted: End(Ending::kAborted, {}); return ChunkEnd::kStop;
-      case Attempt::End::Kind::kBadToken:
-        End(Ending::kAuthFailed,
-            {.key = request.key, .reason = "bad_token_value", .message = end.message});
-        return ChunkEnd::kStop;
-      case Attempt::End::Kind::kGiveUp: GiveUp(attempt); return ChunkEnd::kStop;
-      case Attempt::End::Kind::kVerdict: break;
-    }
-    const Verdict& v = end.verdict;
-    if (v.action == Action::kAcknowledge) {
-      if (end.shrink_to) source.LimitChunkBytes(*end.shrink_to);
-      return Acked(request, v.duplicate) ? ChunkEnd::kNext : ChunkEnd::kStop;
-    }
-    const std::optional<Ending> ending = EndingFor(v);
-    FWDSINK_CHECK(ending.has_value());
-    switch (*ending) {
-      case Ending::kSplit: return Split(v, request, source);
-      case Ending::kPoisoned: return Poisoned(v, request);
-      case Ending::kRequestRefused: return RequestRefused(v, request, v.message);
-      case Ending::kClientError: {
-        // 404, 405, 415, 3xx...: not retried inline; the driver classifies.
-        std::string message = v.message + " for " + request.key;
-        if (!v.server_message.empty()) message += ": " + v.server_message;
-        End(Ending::kClientError, {.key = request.key,
-                                   .status = v.status,
-                                   .reason = v.reason,
-                                   .message = std::move(message),
-                                   .server_message = v.server_message,
-                                   .respool = v.respool_reason});
-        return ChunkEnd::kStop;
-      }
-      case Ending::kConfigError:
-        // The server says our configuration is wrong: stop at once, name the cause, no
-        // retry loop. @ref LLP 0017#config-errors
-        End(Ending::kConfigError,
-            {.key = request.key,
-             .status = v.status,
-             .reason = v.reason,
-             .message = v.message + (v.server_message.empty() ? "" : ": " + v.server_message),
-             .server_message = v.server_message});
-        return ChunkEnd::kStop;
-      default:  // aborted, TLS, auth
-        End(*ending,
-            {.key = request.key, .status = v.status, .reason = v.reason, .message = v.message});
-        return ChunkEnd::kStop;
-    }
+// Sleeps until the step's wake time; Close() cuts it short (kStopped), and so does a
+// failover that leaves the endpoint of a wait on it (kLeft). @ref LLP 0019#wake
+Attempt::Woken ForwardSink::Call::Sleep(const Flight& f) {
+  const Attempt::Step& step = f.step;
+  const milliseconds wait =
+      std::max(milliseconds::zero(),
+               std::chrono::ceil<milliseconds>(step.wake_at - sink_.deps.time->MonotonicNow()));
+  Sleeper& sleeper = *sink_.deps.sleeper;
+  if (!step.on_endpoint) {
+    return sleeper.SleepFor(wait, stop_) ? Attempt::Woken::kElapsed : Attempt::Woken::kStopped;
   }
-
-  // The inline budget would be passed by the next wait: respool, cursor kept.
-  void GiveUp(const Attempt& attempt) {
-    const Attempt::End& end = attempt.end();
-    const Request& request = attempt.request();
-    End(Ending::kGiveUp,
-        {.key = request.key,
-         .status = end.verdict.status,
-         .reason = end.verdict.reason,
-         .message = "inline budget of " +
-                    std::to_string(options_.backpressure.inline_budget.count()) +
-                    " ms would be passed by a further " + std::to_string(end.would_wait.count()) +
-                    " ms wait after " + std::to_string(attempt.attempts()) +
-                    " attempt(s); resume at " + std::to_string(result_.resume_offset),
-         .attempt = attempt.attempts(),
-         .wait = end.would_wait,
-         .begin = request.range.begin,
-         .end = request.range.end,
-         .respool = RespoolReasonFor(end.verdict.retry_cause)});
-  }
-
-  // A refused chunk is halved at a line boundary; both halves go next, under their own
-  // keys. Past the bisection's request bound the refusal is the request's.
-  ChunkEnd Split(const Verdict& v, const Request& request, ChunkSource& source) {
-    if (bisection_.requests >= options_.max_split_requests) {
-      return RequestRefused(v, request,
-                            "bisection spent its " + std::to_string(options_.max_split_requests) +
-                                " requests without isolating a row");
-    }
-    bisection_.NoteSplit(request.range.end);
-    End(Ending::kSplit, ChunkFacts(v, request, v.message));
-    source.SplitCurrent();
-    return ChunkEnd::kNext;
-  }
-
-  static Facts ChunkFacts(const Verdict& v, const Request& request, std::string message) {
-    return {.key = request.key,
-            .status = v.status,
-            .reason = v.reason,
-            .message = std::move(message),
-            .begin = request.range.begin,
-            .end = request.range.end,
-            .rows = request.range.rows};
-  }
-
-  // Counts an acknowledged chunk and hands its cursor to the ack callback.
-  bool Acked(const Request& request, bool duplicate) {
-    const ChunkRange& c = request.range;
-    bisection_.NoteAcked(c.end);
-    Add(counters_.chunks_acked);
-    counters_.last_ack_time_ms.store(
-        static_cast<std::uint64_t>(std::chrono::duration_cast<milliseconds>(
-                                       sink_.deps.time->SystemNow().time_since_epoch())
-                                       .count()),
-        std::memory_order_relaxed);
-    Add(counters_.rows_acked, c.rows);
-    Add(counters_.bytes_acked, request.body.size());
-    EndpointEntry& entry = sink_.deps.endpoints->at(route_.ep);
-    Add(entry.counters.chunks_acked);
-    Add(entry.counters.bytes_acked, request.body.size());
-    result_.chunks_acked += 1;
-    result_.rows_acked += c.rows;
-    result_.bytes_acked += request.body.size();
-    return Advance(c, /*duplicate=*/duplicate, /*dead_lettered=*/false);
-  }
-
-  // Moves the cursor past `c` by the one route: the ack callback. Inside a split chunk
-  // the window says so (inside_split), and the driver holds the cursor at the chunk's
-  // end. @ref LLP 0023#split-window
-  bool Advance(const ChunkRange& c, bool duplicate, bool dead_lettered) {
-    result_.resume_offset = c.end;
-    window_.Ack(c.begin, c.end);
-    const bool final = c.end >= file_size_;
-    const bool inside_split = window_.Inside(c.end);
-    if (!on_ack_ || on_ack_(AckedChunk{partition_, c.begin, c.end, c.rows, duplicate, final,
-                                       dead_lettered, inside_split})) {
-      return true;
-    }
-    End(Ending::kCursorNotSaved,
-        {.message = "the cursor could not be persisted after offset " + std::to_string(c.end)});
-    return false;
-  }
-
-  // A single row the server refuses: hand its bytes to the poison callback; once they
-  // are durably in dead letters, move on past them. @ref LLP 0014#core
-  ChunkEnd Poisoned(const Verdict& v, const Request& request) {
-    const ChunkRange& c = request.range;
-    End(Ending::kPoisoned,
-        ChunkFacts(v, request,
-                   "the server refuses row(s) at [" + std::to_string(c.begin) + ", " +
-                       std::to_string(c.end) + ") with " + std::to_string(v.status)));
-    if (!on_poison_) return ChunkEnd::kStop;
-    if (!on_poison_(
-            PoisonedChunk{partition_, c.begin, c.end, c.rows, v.status, v.reason, request.body})) {
-      return ChunkEnd::kStop;
-    }
-    // Taken: this call goes on as if the chunk had not been refused.
-    result_.outcome = Outcome::kDelivered;
-    result_.reason.clear();
-    result_.message.clear();
-    result_.poison_begin = result_.poison_end = result_.poison_rows = 0;
-    return Advance(c, /*duplicate=*/false, /*dead_lettered=*/true) ? ChunkEnd::kNext
-                                                                   : ChunkEnd::kStop;
-  }
-
-  // The server refuses the request, not the data: respool (the driver backs off), an
-  // error event naming the status and the server's reason, nothing dead-lettered.
-  ChunkEnd RequestRefused(const Verdict& v, const Request& request, const std::string& why) {
-    const std::string reason = v.reason.empty() ? "http_" + std::to_string(v.status) : v.reason;
-    Facts f = ChunkFacts(v, request,
-                         "HTTP " + std::to_string(v.status) + " (" + reason + ") for " +
-                             request.key + ": " + why + "; partition kept, resume at " +
-                             std::to_string(result_.resume_offset));
-    f.reason = reason;
-    End(Ending::kRequestRefused, f);
-    return ChunkEnd::kStop;
-  }
-
-  Impl& sink_;
-  const ForwardOptions& options_;
-  Counters& counters_;
-  const std::string partition_;
-  const AckCallback& on_ack_;
-  const PoisonCallback& on_poison_;
-  std::stop_token stop_;
-  ForwardResult result_;
-  std::uint64_t file_size_ = 0;  // of the partition, when opened
-  CursorWindow window_;          // the ranges in flight and the cursor route's view of them
-  PacingReport pacing_;
-  Route route_;
-  Bisection bisection_;
-  SendCore core_;  // last: refers to the members above
-};
+  const Route& route = f.attempt->route();
+  const Endpoints::Waiting on = sink_.deps.endpoints->WaitOn(route.ep, route.moves_seen, stop_);
+  if (!on.left() && sleeper.SleepFor(wait, on.token())) return Attempt::Woken::kElapsed;
+  return stop_.stop_requested() ? Attempt::Woken::kStopped : Attempt::Woken::kLeft;
+}
 
 namespace {
 
@@ -420,8 +378,8 @@ ForwardResult ForwardSink::ForwardPartition(std::string_view partition,
 void ForwardSink::Close() {
   // @ref LLP 0014#close
   impl_->stop.request_stop();  // wakes a pause at once (stop_callback on the sleeper's cv)
-  // Shuts the sockets: connect, send or header wait fail at once.
-  for (EndpointLink& link : impl_->credentials.links) link.transport->Abort();
+  // Shuts every pipe's sockets: connect, send or header wait fail at once.
+  impl_->pipes.AbortAll();
 }
 
 bool ForwardSink::closed() const { return impl_->stop.stop_requested(); }

@@ -16,6 +16,7 @@ Result<ForwardDeps> ResolveDeps(const ForwardOptions& options, ForwardDeps deps)
   if (!deps.endpoints->Matches(EndpointUrls(options))) {
     return Status::Config("fallback_urls", "ForwardDeps::endpoints was made for other URLs");
   }
+  if (!deps.inflight) deps.inflight = std::make_shared<InflightBudget>(options.max_inflight_bytes);
   deps.gate = deps.endpoints->at(0).gate;
   deps.pacer = deps.endpoints->at(0).pacer;
   return deps;

@@ -242,7 +242,7 @@ const Row kRows[] = {
      return OkStatus();
    }},
   // @ref LLP 0018#flags
-  {{"concurrency", "M", "partitions sent at once: adaptive, or a fixed N (1: one in flight)",
+  {{"concurrency", "M", "requests sent at once: adaptive, or a fixed N (1: one in flight)",
     false, false, false, false, "adaptive"},
    [](std::string_view v, SinkSettings& s) {
      auto& p = s.driver.concurrency;
@@ -258,7 +258,8 @@ const Row kRows[] = {
      p.max = static_cast<std::size_t>(n);
      return OkStatus();
    }},
-  {{"max_concurrency", "N", "ceiling of the adaptive limit", false, false, false, false, "8"},
+  {{"max_concurrency", "N", "ceiling of the adaptive limit (requests in flight)",
+    false, false, false, false, "32"},
    [](std::string_view v, SinkSettings& s) {
      std::uint64_t n = 0;
      if (Status e = Count(v, n, 1); !e.ok()) return e;
@@ -345,6 +346,21 @@ const Row kRows[] = {
     false, false, false, false, "30"},
    [](std::string_view v, SinkSettings& s) {
      return PositiveDuration(v, s.driver.forward.transport.response_timeout);
+   }},
+  // @ref LLP 0014#window
+  {{"window", "N", "chunks of one partition in flight at once (1: in order at the server)",
+    false, false, false, false, "16"},
+   [](std::string_view v, SinkSettings& s) {
+     std::uint64_t n = 0;
+     if (Status e = Count(v, n, 1); !e.ok()) return e;
+     if (n > ForwardOptions::kMaxWindow) return Bad("is out of range (1..64)");
+     s.driver.forward.window = static_cast<std::size_t>(n);
+     return OkStatus();
+   }},
+  {{"max_inflight_bytes", "N", "bodies in flight together, bytes (a new request waits)",
+    false, false, false, false, "32m"},
+   [](std::string_view v, SinkSettings& s) {
+     return PositiveSize(v, s.driver.forward.max_inflight_bytes);
    }},
   {{"max_split_requests", "N", "requests one partition's bisection may spend",
     false, false, false, false, "256"},
@@ -436,6 +452,8 @@ constexpr std::pair<std::string_view, std::string_view> kFieldKeys[] = {
     {"forward.transport.min_throughput_bytes_per_s", "min_throughput"},
     {"forward.transport.response_timeout", "response_timeout"},
     {"forward.max_split_requests", "max_split_requests"},
+    {"forward.window", "window"},
+    {"forward.max_inflight_bytes", "max_inflight_bytes"},
     {"forward.transport", "ca_file"},
     {"forward.label", "label"},
     {"forward.headers", "header"},

@@ -1,0 +1,127 @@
+// SPDX-License-Identifier: Apache-2.0
+// Private to the engine: one ForwardPartition call. Up to `window` chunks of the
+// partition are in flight at once, each with its own Request and Attempt ("a flight");
+// the call runs their steps on its thread (the one place that sleeps), posts on the
+// pipes' threads, takes acknowledgements in any order into the cursor window, and
+// concludes each chunk by the conclusion table. Implemented by forward_sink.cc (the
+// loop) and call_endings.cc (what each ending does). @ref LLP 0014#core @ref LLP 0014#window
+#pragma once
+
+#include <condition_variable>
+#include <cstdint>
+#include <filesystem>
+#include <list>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <stop_token>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/attempt.h"
+#include "engine/chunk_source.h"
+#include "engine/conclusion.h"
+#include "engine/cursor_window.h"
+#include "engine/pacing_report.h"
+#include "engine/pipes.h"
+#include "engine/request.h"
+#include "engine/sink_impl.h"
+
+namespace fwdsink {
+
+class ForwardSink::Call {
+ public:
+  Call(Impl& sink, std::string_view partition, const AckCallback& on_ack,
+       const PoisonCallback& on_poison);
+  ~Call();
+  Call(const Call&) = delete;
+  Call& operator=(const Call&) = delete;
+
+  ForwardResult Forward(const std::filesystem::path& path, std::uint64_t begin);
+
+ private:
+  // How a chunk's attempts ended: on to the next chunk, or stop the partition.
+  enum class ChunkEnd { kNext, kStop };
+
+  // One chunk in flight: its bytes (held until it ends, for identical re-sends), its
+  // request, its attempt and the attempt's pending step.
+  struct Flight {
+    PreparedChunk prepared;
+    Request request{};
+    std::unique_ptr<Attempt> attempt;
+    Attempt::Step step{};
+    int pipe = -1;            // the pipe its post runs on; -1 when not posting
+    std::uint64_t bytes = 0;  // taken from the in-flight budget
+  };
+  using FlightIt = std::list<Flight>::iterator;
+  struct Answered {
+    Flight* flight;
+    PostDone done;
+  };
+
+  // The loop (forward_sink.cc).
+  void Pump();
+  [[nodiscard]] bool CanOpen();
+  [[nodiscard]] bool TakeSlot();
+  void ReleaseSlots(std::size_t needed);
+  void DropIdle(const Flight* except);
+  void Refill();
+  void Open();
+  void Dispatch();
+  [[nodiscard]] bool TakeAnswers();
+  void WaitForEvent();
+  void WakeDue(bool stopped);
+  void Handle(FlightIt it);
+  void Remove(FlightIt it);
+  Attempt::Woken Sleep(const Flight& f);
+  bool SleepUntilAnswer(MonotonicTime wake_at);
+  FlightIt Find(const Flight* f);
+
+  // The endings (call_endings.cc).
+  ForwardResult Finish();
+  void End(Ending ending, const Facts& facts);
+  bool Shrunk();
+  void SourceFailed(ChunkSource& source, SourceStatus status);
+  void Emit(Event e);
+  ChunkEnd Finished(Flight& f);
+  ChunkEnd Verdicted(Flight& f);
+  void GiveUp(const Attempt& attempt);
+  ChunkEnd Split(const Verdict& v, Flight& f);
+  static Facts ChunkFacts(const Verdict& v, const Request& request, std::string message);
+  bool Acked(const Attempt& attempt, bool duplicate);
+  bool Advance(const ChunkRange& c, bool duplicate, bool dead_lettered);
+  ChunkEnd Poisoned(const Verdict& v, const Request& request);
+  ChunkEnd RequestRefused(const Verdict& v, const Request& request, const std::string& why);
+
+  Impl& sink_;
+  const ForwardOptions& options_;
+  Counters& counters_;
+  const std::string partition_;
+  const AckCallback& on_ack_;
+  const PoisonCallback& on_poison_;
+  std::stop_token stop_;
+  ForwardResult result_;
+  std::filesystem::path path_;
+  std::uint64_t file_size_ = 0;    // of the partition, when opened
+  CursorWindow window_;            // the ranges in flight and the cursor route's view of them
+  ChunkSource* source_ = nullptr;  // during Forward()
+  std::optional<SourceStatus> source_end_;  // the source said kEnd or failed
+  bool stopping_ = false;                   // a chunk's ending stopped the partition
+  std::list<Flight> flights_;               // by opening order; stable addresses
+  std::vector<PreparedChunk> spare_;        // buffers of ended flights, reused
+  std::size_t posting_ = 0;                 // flights whose post runs now
+  std::size_t extras_ = 0;                  // request slots held beyond the first
+  std::uint64_t bytes_held_ = 0;            // taken from the in-flight budget
+  // Answers from the pipes' threads; `wake_` cuts a sleep short when one arrives.
+  std::mutex answers_mu_;
+  std::condition_variable answers_cv_;
+  std::vector<Answered> answers_;  // guarded by answers_mu_
+  std::stop_source wake_;          // guarded by answers_mu_
+  PacingReport pacing_;
+  Route route_;
+  Bisection bisection_;
+  SendCore core_;  // last: refers to the members above
+};
+
+}  // namespace fwdsink
