@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <memory>
 #include <random>
@@ -352,4 +353,94 @@ TEST_CASE("JournalModel: restarts re-send exactly the journaled owed pieces, los
   MESSAGE(cases << " cases from seed " << first_seed << " in " << dir.string());
   std::error_code ec;
   if (dir.string().starts_with("/dev/shm/")) fs::remove_all(dir, ec);
+}
+
+// ---- A crash at every open, write, fsync and rename of a cursor save ----
+
+namespace {
+
+extern "C" char** environ;
+
+// Runs cursor_save_child with `extra` added to the environment; returns its exit code
+// (-1 when it did not exit normally).
+int RunChild(const std::vector<std::string>& extra, const std::vector<std::string>& args) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) env.emplace_back(*e);
+  env.insert(env.end(), extra.begin(), extra.end());
+  std::vector<char*> envp, argv;
+  for (std::string& e : env) envp.push_back(e.data());
+  envp.push_back(nullptr);
+  std::vector<std::string> all{FWDSINK_CURSOR_SAVE_CHILD};
+  all.insert(all.end(), args.begin(), args.end());
+  for (std::string& a : all) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const pid_t pid = ::fork();
+  if (pid == 0) {
+    ::execve(argv[0], argv.data(), envp.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  if (pid < 0 || ::waitpid(pid, &status, 0) != pid) return -1;
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+}  // namespace
+
+TEST_CASE("JournalCrash: a save killed at any write, fsync or rename leaves the old or new state") {
+  const fs::path dir = fwdsink::test::FreshDir(kSuite, "crash");
+  auto spool = fwdsink::Spool::Open(dir / "spool");
+  REQUIRE(spool.ok());
+  REQUIRE(fwdsink::test::WriteFile(spool->PartitionPath(kName), std::string(100, '\n')));
+  const DiskState old_state{8, {{8, 16}, {16, 24, true}, {24, 40}}};
+  const DiskState new_state{16, {{16, 24, true}, {24, 32}, {32, 40}, {40, 48}}};
+  const std::vector<std::string> new_args{
+      (dir / "spool").string(), kName, "16", "16-24:a", "24-32:f", "32-40:f", "40-48:f"};
+  struct Point {
+    const char* op;
+    const char* action;
+  };
+  for (const Point point :
+       {Point{"open", "crash"}, Point{"write", "crash"}, Point{"write", "torn"},
+        Point{"fsync", "crash"}, Point{"rename", "crash"}, Point{"open", "fail"},
+        Point{"write", "fail"}, Point{"fsync", "fail"}, Point{"rename", "fail"}}) {
+    int hits = 0;
+    const std::string where = std::string(point.op) + " " + point.action;
+    for (int nth = 1; nth <= 10; ++nth) {
+      CAPTURE(where);
+      CAPTURE(nth);
+      REQUIRE(spool->SaveCursor(kName, old_state.offset, old_state.ranges).ok());
+      const fs::path log = dir / "fault.log";
+      std::error_code ec;
+      fs::remove(log, ec);
+      const int code =
+          RunChild({"FWDSINK_FAULT_LOG=" + log.string(), "LD_PRELOAD=" FWDSINK_FAULT_SHIM,
+                    "ASAN_OPTIONS=verify_asan_link_order=0:detect_leaks=0",
+                    std::string("FWDSINK_FAULT_OP=") + point.op, "FWDSINK_FAULT_PATH=/state",
+                    "FWDSINK_FAULT_NTH=" + std::to_string(nth),
+                    std::string("FWDSINK_FAULT_ACTION=") + point.action},
+                   new_args);
+      REQUIRE((code == 0 || code == 1 || code == 86));
+      const fwdsink::CursorState c = spool->LoadCursor(kName);
+      // A process killed mid-save leaves the old record or the new one, never a torn or
+      // half one: the record's name is only ever the target of a rename.
+      CHECK(c.status == CursorStatus::kOk);
+      const bool is_old = c.offset == old_state.offset && c.ranges == old_state.ranges;
+      const bool is_new = c.offset == new_state.offset && c.ranges == new_state.ranges;
+      CHECK((is_old || is_new));
+      if (!fs::exists(log)) {
+        CHECK(code == 0);
+        CHECK(is_new);  // the nth call never came: the save went through
+        break;
+      }
+      ++hits;
+      // The next save after a crash or a failure works (a stale temp file is replaced).
+      if (nth == 1) {
+        REQUIRE(spool->SaveCursor(kName, new_state.offset, new_state.ranges).ok());
+        CHECK(spool->LoadCursor(kName).ranges == new_state.ranges);
+      }
+    }
+    CAPTURE(where);
+    MESSAGE(where << ": " << hits << " calls hit");
+    CHECK(hits >= 1);  // the point was reached at least once
+  }
 }
