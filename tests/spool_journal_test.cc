@@ -163,6 +163,7 @@ TEST_CASE("A torn or invalid v2 record is a corrupt cursor: offset 0, no journal
               Sealed("fwdsink-cursor v2 offset=16 first_failure_ms=1764498084123 failures=1 "
                      "ranges=16-24:f,24-88:f"));
     history_kept = true;
+    CHECK(spool.LoadCursor(kName).message.find("beyond the partition size") != std::string::npos);
   }
   SUBCASE("a range that does not end at a line start") {
     WriteFile(CursorFile(spool),
