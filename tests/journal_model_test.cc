@@ -41,7 +41,7 @@ constexpr const char* kName = "p";
 // irrelevant here and any cut is a valid journal boundary.
 constexpr std::uint64_t kSize = 3000;
 constexpr std::size_t kWindow = 64;
-constexpr int kSteps = 60;
+constexpr int kSteps = 50;
 
 std::uint64_t EnvOr(const char* name, std::uint64_t fallback) {
   const char* v = std::getenv(name);
