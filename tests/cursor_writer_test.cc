@@ -2,7 +2,11 @@
 // CursorWriter: saves land on disk by Flush(), newest wins, errors stop the sender.
 #include <doctest/doctest.h>
 
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <string>
+#include <vector>
 
 #include "spool/cursor_writer.h"
 #include "test_files.h"
@@ -53,5 +57,118 @@ TEST_CASE("AFailedSaveRefusesTheNextSubmitAndIsReportedByFlush") {
     writer.WaitIdle();  // the failure has landed; the error is kept
     CHECK_FALSE(writer.Submit("../escape", 16));
     CHECK_FALSE(writer.Flush().ok());
+  }
+}
+
+// ---- Grouped saves (issue 22): Submit() returns at once, states submitted while a save
+// runs are written by the next save together, the newest winning. @ref LLP 0021#async-cursor
+
+namespace {
+
+// A disk that blocks each save until the test lets it through. The wait is bounded so
+// that a Submit() which (wrongly) waited for the save in flight fails the test instead
+// of hanging it.
+class Gate {
+ public:
+  void Hook() {
+    std::unique_lock lock(mu_);
+    ++entered_;
+    cv_.notify_all();
+    if (!cv_.wait_for(lock, std::chrono::seconds(10), [&] { return open_; })) timed_out_ = true;
+  }
+  void WaitEntered(int n) {
+    std::unique_lock lock(mu_);
+    cv_.wait(lock, [&] { return entered_ >= n; });
+  }
+  void Open() {
+    std::lock_guard lock(mu_);
+    open_ = true;
+    cv_.notify_all();
+  }
+  bool timed_out() {
+    std::lock_guard lock(mu_);
+    return timed_out_;
+  }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int entered_ = 0;
+  bool open_ = false;
+  bool timed_out_ = false;
+};
+
+constexpr const char* kTenRows =
+    "{\"a\":0}\n{\"a\":1}\n{\"a\":2}\n{\"a\":3}\n{\"a\":4}\n{\"a\":5}\n{\"a\":6}\n{\"a\":7}\n";
+using Ranges = std::vector<fwdsink::CursorRange>;
+
+}  // namespace
+
+TEST_CASE("SubmitsWhileASaveRunsEndInOneMoreSaveAndTheNewestStateWins") {
+  auto spool = fwdsink::Spool::Open(FreshDir(kSuite, "grouped"));
+  REQUIRE(spool.ok());
+  REQUIRE(WriteFile(spool->PartitionPath("p"), kTenRows));
+  Gate gate;
+  fwdsink::CursorWriter writer(*spool, [&] { gate.Hook(); });
+  REQUIRE(writer.Submit("p", 0, Ranges{{0, 8}, {8, 16}}));
+  gate.WaitEntered(1);  // the first save is in flight, blocked
+  // Three acks' states while it runs: each Submit returns at once.
+  CHECK(writer.Submit("p", 8, Ranges{{8, 16}, {16, 24}}));
+  CHECK(writer.Submit("p", 8, Ranges{{8, 16}, {16, 24, true}, {24, 32}}));
+  CHECK(writer.Submit("p", 16, Ranges{{16, 24, true}, {24, 32}}));
+  CHECK(writer.saves() == 0);
+  gate.Open();
+  CHECK(writer.Sync());
+  CHECK_FALSE(gate.timed_out());  // no Submit waited for the save in flight
+  CHECK(writer.saves() == 2);     // the first, and one for the three grouped
+  const auto c = spool->LoadCursor("p");
+  CHECK(c.status == fwdsink::CursorStatus::kOk);
+  CHECK(c.offset == 16);
+  CHECK(c.ranges == Ranges{{16, 24, true}, {24, 32}});
+  SUBCASE("twin: a Submit after the save landed is a save of its own") {
+    CHECK(writer.Submit("p", 32));
+    CHECK(writer.Sync());
+    CHECK(writer.saves() == 3);
+    CHECK(spool->LoadCursor("p").ranges.empty());
+  }
+}
+
+TEST_CASE("GroupedSavesNeverDropAnotherPartitionsState") {
+  auto spool = fwdsink::Spool::Open(FreshDir(kSuite, "two"));
+  REQUIRE(spool.ok());
+  REQUIRE(WriteFile(spool->PartitionPath("p"), kTenRows));
+  REQUIRE(WriteFile(spool->PartitionPath("q"), kTenRows));
+  Gate gate;
+  fwdsink::CursorWriter writer(*spool, [&] { gate.Hook(); });
+  REQUIRE(writer.Submit("p", 8));
+  gate.WaitEntered(1);
+  CHECK(writer.Submit("q", 16, Ranges{{16, 24}}));
+  CHECK(writer.Submit("p", 24));
+  gate.Open();
+  CHECK(writer.Sync());
+  CHECK(writer.saves() == 3);
+  CHECK(spool->LoadCursor("p").offset == 24);
+  CHECK(spool->LoadCursor("q").offset == 16);
+  CHECK(spool->LoadCursor("q").ranges == Ranges{{16, 24}});
+}
+
+TEST_CASE("SyncWaitsForTheSaveAndReportsAFailureWhichFlushKeeps") {
+  auto spool = fwdsink::Spool::Open(FreshDir(kSuite, "sync"));
+  REQUIRE(spool.ok());
+  REQUIRE(WriteFile(spool->PartitionPath("p"), kTenRows));
+  fwdsink::CursorWriter writer(*spool);
+  REQUIRE(writer.Submit("p", 8, Ranges{{8, 16}}));
+  CHECK(writer.Sync());
+  // Sync returned: the journal is on disk, before any byte of [8, 16) would leave.
+  CHECK(spool->LoadCursor("p").ranges == Ranges{{8, 16}});
+  SUBCASE("a failed save: Sync says so, the error stays for Flush, Submit refuses") {
+    REQUIRE(writer.Submit("p", 8, Ranges{{16, 24}}));  // a gap: refused by the spool
+    CHECK_FALSE(writer.Sync());
+    CHECK_FALSE(writer.Sync());  // still kept
+    CHECK_FALSE(writer.Submit("p", 16));
+    const auto st = writer.Flush();
+    CHECK(st.code() == fwdsink::StatusCode::kInvalidArgument);
+    CHECK(writer.Sync());                                     // cleared by Flush
+    CHECK(spool->LoadCursor("p").ranges == Ranges{{8, 16}});  // the good record stands
   }
 }

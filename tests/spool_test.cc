@@ -100,7 +100,7 @@ TEST_CASE("Cursor round trip") {
                         [](const std::string& e) { return e.starts_with("moved_from "); }) == 1);
     CHECK(FileNames(spool.state_dir()) == std::vector<std::string>{name});
     const std::string text = ReadFile(spool.state_dir() / (std::string(kPartition) + ".cursor"));
-    CHECK(text.rfind("fwdsink-cursor v1 offset=16 ", 0) == 0);
+    CHECK(text.rfind("fwdsink-cursor v2 offset=16 ", 0) == 0);
     CHECK(text.back() == '\n');
   }
 }

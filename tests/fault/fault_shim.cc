@@ -10,6 +10,10 @@
 //                        0: fail every matching call (a folder that stays unwritable)
 //   FWDSINK_FAULT_ERRNO  errno to fail with (default EIO)
 //   FWDSINK_FAULT_LOG    file to append one line to per fault injected
+//   FWDSINK_FAULT_ACTION fail (default): the call returns -1 with the errno;
+//                        crash: the process dies (_exit(86)) instead of making the call;
+//                        torn: for write, half the bytes are written, then it dies
+//                        (journal_model_test's crash matrix, LLP 0020#cursor-v2)
 // Without FWDSINK_FAULT_OP it passes everything through. Thread-safe (atomics only).
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE
@@ -70,6 +74,14 @@ bool ShouldFail(const char* op, const char* path) {
   return true;
 }
 
+bool Action(const char* action) {
+  const char* want = Env("FWDSINK_FAULT_ACTION");
+  return want && strcmp(want, action) == 0;
+}
+
+// A crash at the call: the exit code says the shim killed the process.
+[[noreturn]] void Crash() { _exit(86); }
+
 // Paths of watched descriptors, for the log line; "fd" is enough to tell them apart.
 bool FdWatched(int fd) { return fd >= 0 && fd < kMaxFd && g_watched[fd].load(); }
 
@@ -99,7 +111,10 @@ extern "C" {
       mode = static_cast<mode_t>(va_arg(ap, int));                  \
       va_end(ap);                                                   \
     }                                                               \
-    if (PathMatches(path) && ShouldFail("open", path)) return -1;   \
+    if (PathMatches(path) && ShouldFail("open", path)) {            \
+      if (Action("crash")) Crash();                                 \
+      return -1;                                                    \
+    }                                                               \
     return AfterOpen(real(path, flags, mode), path);                \
   }
 
@@ -115,25 +130,41 @@ int close(int fd) {
 
 ssize_t write(int fd, const void* buf, size_t n) {
   static auto real = Next<ssize_t (*)(int, const void*, size_t)>("write");
-  if (FdWatched(fd) && ShouldFail("write", "(watched fd)")) return -1;
+  if (FdWatched(fd) && ShouldFail("write", "(watched fd)")) {
+    if (Action("torn")) {
+      (void)real(fd, buf, n / 2);
+      Crash();
+    }
+    if (Action("crash")) Crash();
+    return -1;
+  }
   return real(fd, buf, n);
 }
 
 int fsync(int fd) {
   static auto real = Next<int (*)(int)>("fsync");
-  if (FdWatched(fd) && ShouldFail("fsync", "(watched fd)")) return -1;
+  if (FdWatched(fd) && ShouldFail("fsync", "(watched fd)")) {
+    if (Action("crash")) Crash();
+    return -1;
+  }
   return real(fd);
 }
 
 int fdatasync(int fd) {
   static auto real = Next<int (*)(int)>("fdatasync");
-  if (FdWatched(fd) && ShouldFail("fsync", "(watched fd)")) return -1;
+  if (FdWatched(fd) && ShouldFail("fsync", "(watched fd)")) {
+    if (Action("crash")) Crash();
+    return -1;
+  }
   return real(fd);
 }
 
 int rename(const char* from, const char* to) {
   static auto real = Next<int (*)(const char*, const char*)>("rename");
-  if ((PathMatches(from) || PathMatches(to)) && ShouldFail("rename", to)) return -1;
+  if ((PathMatches(from) || PathMatches(to)) && ShouldFail("rename", to)) {
+    if (Action("crash")) Crash();
+    return -1;
+  }
   return real(from, to);
 }
 

@@ -16,6 +16,7 @@
 #include <filesystem>
 #include <functional>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -84,6 +85,17 @@ enum class CursorStatus {
 
 [[nodiscard]] std::string_view to_string(CursorStatus status) noexcept;
 
+// One range of a partition's journal: [begin, end) past the cursor's offset, either in
+// flight (acked=false: after a crash it is re-sent exactly, under its key
+// `<partition>:<begin>-<end>`) or acknowledged past a gap (acked=true: never re-sent).
+// @ref LLP 0020#cursor-v2
+struct CursorRange {
+  std::uint64_t begin = 0;
+  std::uint64_t end = 0;
+  bool acked = false;
+  friend bool operator==(const CursorRange&, const CursorRange&) = default;
+};
+
 // The persisted state of one partition.
 struct CursorState {
   // Byte offset just past the last acknowledged chunk; always 0 or a line start.
@@ -93,6 +105,11 @@ struct CursorState {
   std::optional<std::chrono::system_clock::time_point> first_failure;
   // Failures recorded since the partition was sealed.
   std::uint32_t failures = 0;
+  // The journal: the ranges past `offset` in flight or acknowledged past a gap. Sorted
+  // by begin, disjoint and gapless from `offset` (the first begins at `offset`, each
+  // next one where the one before ends), every end within the partition. Empty for a
+  // v1 record. @ref LLP 0020#cursor-v2
+  std::vector<CursorRange> ranges;
   CursorStatus status = CursorStatus::kMissing;
   std::string message;  // why, when status is kCorrupt or kError
 };
@@ -152,21 +169,28 @@ class Spool {
   // running). Returns the folders recreated (usually none); kIo if one cannot be.
   [[nodiscard]] Result<std::vector<std::filesystem::path>> EnsureFolders() const;
 
-  // Reads the cursor of partition `name` and checks it against the partition file.
-  // A torn or invalid record yields kCorrupt with offset 0 and no failure history.
+  // Reads the cursor of partition `name` (a v1 or v2 record) and checks it against the
+  // partition file: the offset and every journal boundary within the file and at a
+  // line start. A torn or invalid record yields kCorrupt with offset 0, no journal and
+  // no failure history (LLP 0020#corrupt-cursor).
   [[nodiscard]] CursorState LoadCursor(std::string_view name) const;
 
-  // Persists `offset` (the end of the last acknowledged chunk) atomically, keeping
-  // the recorded failure history.
-  [[nodiscard]] Status SaveCursor(std::string_view name, std::uint64_t offset);
+  // Persists `offset` (the end of the contiguous acknowledged prefix) and the journal
+  // `ranges` (CursorState::ranges' rules; none: nothing in flight) atomically as a v2
+  // record, keeping the recorded failure history. kInvalidArgument (nothing written)
+  // for ranges that break the rules or a record past the size limit.
+  // @ref LLP 0020#cursor-v2
+  [[nodiscard]] Status SaveCursor(std::string_view name, std::uint64_t offset,
+                                  std::span<const CursorRange> ranges = {});
 
   // Records one failure of partition `name` at wall-clock time `now`: the failure
-  // count goes up, the first failure time is set only if there is none yet.
+  // count goes up, the first failure time is set only if there is none yet. The
+  // offset and the journal are kept.
   [[nodiscard]] Status RecordFailure(std::string_view name,
                                      std::chrono::system_clock::time_point now);
 
   // Forgets the failure history of partition `name` (no first failure, zero
-  // failures), keeping its offset. Called when a partition made progress.
+  // failures), keeping its offset and journal. Called when a partition made progress.
   [[nodiscard]] Status ClearFailures(std::string_view name);
 
   // Removes a fully delivered partition and its cursor. kNotFound if the partition

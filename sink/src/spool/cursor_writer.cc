@@ -5,31 +5,43 @@
 
 namespace fwdsink {
 
-bool CursorWriter::Submit(const std::string& name, std::uint64_t offset) {
-  // One save in flight at most: the previous one (which overlapped the request of the
-  // chunk just acknowledged) lands first. So the disk lags by two acknowledged chunks
-  // at most, whatever the disk's speed, and a crash re-sends at most two chunks with
-  // the same keys. Coalescing queued saves instead let a slow disk fall behind without
-  // bound. @ref LLP 0023#crash-bound
-  worker_.WaitIdle();
+bool CursorWriter::Submit(const std::string& name, std::uint64_t offset,
+                          std::vector<CursorRange> ranges) {
   {
     std::lock_guard lock(mu_);
     if (!error_.ok()) return false;
+    // Grouped saves: a state queued while a save runs replaces the one queued before
+    // it, and the next save writes only the newest. Before the journal the writer had
+    // to wait for the save in flight instead (coalescing let ~27 acks pass during one
+    // slow fsync, and a SIGKILL re-sent all of them); now the lag costs nothing after a
+    // crash, because every range the newest state may still owe was journaled before
+    // it was sent. @ref LLP 0021#async-cursor @ref LLP 0023#crash-bound
+    queued_[name] = State{offset, std::move(ranges)};
   }
-  // A different partition's pending save is never replaced: the driver flushes
-  // between partitions, so the slot only coalesces saves of the same partition.
-  // Wait for the previous save first: with coalescing alone, one slow fsync (ClickHouse
-  // fsyncing its parts on the same disk) let ~27 acks pass while the cursor on disk
-  // stayed put, and a SIGKILL re-sent all of them. Now the disk is at most two chunks
-  // behind, as LLP 0021 promises; the wait is free while a save is faster than a send.
-  // @ref LLP 0021#async-cursor
-  worker_.WaitIdle();
-  worker_.Post([this, name, offset] {
-    Status saved = spool_.SaveCursor(name, offset);
+  // A job still waiting in the slot is replaced by this one, which does the same.
+  worker_.Post([this] { SavePending(); });
+  return true;
+}
+
+void CursorWriter::SavePending() {
+  std::map<std::string, State> batch;
+  {
+    std::lock_guard lock(mu_);
+    batch.swap(queued_);
+  }
+  for (const auto& [name, state] : batch) {
+    if (before_save_) before_save_();
+    Status saved = spool_.SaveCursor(name, state.offset, state.ranges);
+    saves_.fetch_add(1);
     std::lock_guard lock(mu_);
     if (!saved.ok() && error_.ok()) error_ = std::move(saved);
-  });
-  return true;
+  }
+}
+
+bool CursorWriter::Sync() {
+  worker_.WaitIdle();
+  std::lock_guard lock(mu_);
+  return error_.ok();
 }
 
 Status CursorWriter::Flush() {

@@ -1,50 +1,83 @@
 // SPDX-License-Identifier: Apache-2.0
-// Persists forward cursors off the sending thread. Internal to the driver.
+// Persists forward cursors and their journals off the sending thread. Internal to the
+// driver.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
+#include <functional>
+#include <map>
 #include <mutex>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "fwdsink/spool.h"
 #include "io/single_slot_worker.h"
 
 namespace fwdsink {
 
-// Saves cursors on a worker thread, so the temp-write/fsync/rename/fsync of chunk N's
-// cursor overlaps the request for chunk N+1 instead of adding to it. The cursor on
-// disk is never ahead of what the server acknowledged (or what went durably to dead
-// letters); it lags by the one save in flight at most, which a crash turns into one
-// more re-sent chunk under the same key (two in all). @ref LLP 0023#crash-bound It is the only
-// route by which the driver moves a cursor forward while forwarding. @ref LLP 0021#async-cursor
+// Saves cursor records (the offset and the journal of ranges in flight) on a worker
+// thread, grouped: Submit() returns at once, one save is in flight at most, and the
+// states submitted while it runs are written by the next save together, the newest
+// state of each partition replacing the older ones (the newest is always a correct
+// one: it holds every range opened so far). So acks cost fewer fsyncs than acks under
+// load, and the cursor on disk is never ahead of what the server acknowledged (or what
+// went durably to dead letters). How far it may lag is bounded by the journal, not by
+// the writer: the sender makes each refill's journal durable (Submit + Sync) before the
+// first byte of a new range leaves, so a crash re-sends the journaled unacknowledged
+// ranges only, under their keys: at most `window` chunks per partition plus the pieces
+// they were split into. @ref LLP 0023#crash-bound It is the only route by which the
+// driver moves a cursor forward while forwarding. @ref LLP 0021#async-cursor
 //
-// Threads: Submit(), WaitIdle() and Flush() are called by one sender thread (the driver
-// gives each sender its own writer, as it holds one partition at a time: a writer only
-// ever saves one partition's cursor between two Flush() calls. @ref LLP 0018#cursors);
-// the spool is touched by the worker only between a Submit() and the WaitIdle()/Flush()
-// that follows it, so the sender must wait before any other use of the spool for that
-// partition. The spool must outlive the writer (not owned).
+// Threads: Submit(), Sync(), WaitIdle(), Flush() and saves() may be called from any
+// thread (state guarded by mu_); the driver gives each sender its own writer. The spool
+// is touched by the worker only between a Submit() and the Sync()/WaitIdle()/Flush()
+// that follows it, so the sender must wait before any other use of the spool for a
+// partition it submitted. The spool must outlive the writer (not owned).
 class CursorWriter {
  public:
   explicit CursorWriter(Spool& spool) : spool_(spool) {}
+  // For tests: `before_save` runs on the worker before each record is written (a slow
+  // or blocked disk).
+  CursorWriter(Spool& spool, std::function<void()> before_save)
+      : spool_(spool), before_save_(std::move(before_save)) {}
   ~CursorWriter() = default;  // the worker (declared last) saves what is queued, then stops
   CursorWriter(const CursorWriter&) = delete;
   CursorWriter& operator=(const CursorWriter&) = delete;
 
-  // Waits for the save in flight (if any) to land, then queues `offset` as partition
-  // `name`'s cursor. Returns false if an earlier save failed: the caller must stop
-  // sending (the error is kept for Flush).
-  [[nodiscard]] bool Submit(const std::string& name, std::uint64_t offset);
-  // Waits until every submitted cursor is on disk (or failed), keeping any error.
+  // Queues `offset` and the journal `ranges` (Spool::SaveCursor's rules) as partition
+  // `name`'s state and returns without waiting; a state of the same partition queued
+  // and not yet being written is replaced. Returns false (nothing queued) if an earlier
+  // save failed: the caller must stop sending (the error is kept for Flush).
+  [[nodiscard]] bool Submit(const std::string& name, std::uint64_t offset,
+                            std::vector<CursorRange> ranges = {});
+  // Waits until every submitted state is on disk (or failed). Returns false if a save
+  // failed since the last Flush (the error is kept for Flush). The journal-before-
+  // sending rule: Submit(journal) + Sync() before the first byte of a new range leaves.
+  [[nodiscard]] bool Sync();
+  // Waits until every submitted state is on disk (or failed), keeping any error.
   void WaitIdle() { worker_.WaitIdle(); }
   // Waits like WaitIdle(), then returns the first error since the last Flush, or an ok
   // status, and clears it.
   [[nodiscard]] Status Flush();
+  // Returns the number of records written so far (one temp write and fsync each),
+  // failed ones included: saves per ack, for benchmarks.
+  [[nodiscard]] std::uint64_t saves() const { return saves_.load(); }
 
  private:
-  Spool& spool_;  // Not owned.
+  struct State {
+    std::uint64_t offset = 0;
+    std::vector<CursorRange> ranges;
+  };
+  void SavePending();  // on the worker: writes every queued state
+
+  Spool& spool_;                       // Not owned.
+  std::function<void()> before_save_;  // immutable
   std::mutex mu_;
-  Status error_;             // guarded by mu_
+  Status error_;                         // guarded by mu_
+  std::map<std::string, State> queued_;  // guarded by mu_: the newest state per partition
+  std::atomic<std::uint64_t> saves_{0};
   SingleSlotWorker worker_;  // last: destroyed (and joined) before the rest
 };
 

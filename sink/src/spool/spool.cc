@@ -8,8 +8,6 @@
 
 #include <algorithm>
 #include <cerrno>
-#include <charconv>
-#include <cstdio>
 #include <cstring>
 #include <optional>
 #include <system_error>
@@ -26,98 +24,18 @@ namespace {
 
 constexpr std::string_view kPartitionExt = ".ndjson";
 constexpr std::string_view kCursorExt = ".cursor";
-constexpr std::string_view kCursorMagic = "fwdsink-cursor v1";
-// A cursor record is one short line; anything bigger is garbage, not a cursor.
-constexpr std::size_t kMaxCursorFileBytes = 512;
-
-Status Corrupt(std::string message) { return Status(StatusCode::kCorrupt, std::move(message)); }
 
 bool NameChar(char c) {
   return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
          c == '_' || c == '-';
 }
 
-template <typename Int>
-bool ParseInt(std::string_view text, Int& out) {
-  if (text.empty() || text.front() == '+') return false;
-  const auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), out);
-  return ec == std::errc() && ptr == text.data() + text.size();
-}
-
-// Consumes "<key>=<value>" followed by a space (or the end) from `rest`.
-bool TakeField(std::string_view& rest, std::string_view key, std::string_view& value) {
-  if (rest.substr(0, key.size()) != key || rest.size() <= key.size() || rest[key.size()] != '=') {
-    return false;
-  }
-  rest.remove_prefix(key.size() + 1);
-  const std::size_t sp = rest.find(' ');
-  value = rest.substr(0, sp);
-  rest.remove_prefix(sp == std::string_view::npos ? rest.size() : sp + 1);
-  return true;
-}
-
-std::string FormatCursorRecord(const CursorState& s) {
-  std::string body(kCursorMagic);
-  body += " offset=" + std::to_string(s.offset);
-  body += " first_failure_ms=";
-  body += s.first_failure ? std::to_string(spool_io::ToUnixMs(*s.first_failure)) : "-";
-  body += " failures=" + std::to_string(s.failures);
-  char crc[16];
-  std::snprintf(crc, sizeof crc, "%08x", static_cast<unsigned>(spool_io::Crc32(body)));
-  return body + " crc=" + crc + "\n";
-}
-
-// Parses a cursor record. On failure returns kCorrupt saying why and leaves `out`
-// untouched.
-// @ref LLP 0020#cursor-format
-Status ParseCursorRecord(std::string_view text, CursorState& out) {
-  if (text.empty()) return Corrupt("empty cursor file");
-  if (text.back() != '\n') return Corrupt("truncated cursor record (no final newline)");
-  text.remove_suffix(1);
-  if (text.find('\n') != std::string_view::npos) return Corrupt("cursor record has several lines");
-  const std::size_t crc_at = text.rfind(" crc=");
-  if (crc_at == std::string_view::npos) return Corrupt("cursor record has no checksum");
-  const std::string_view body = text.substr(0, crc_at);
-  const std::string_view crc_text = text.substr(crc_at + 5);
-  std::uint32_t crc = 0;
-  if (crc_text.size() != 8 ||
-      std::from_chars(crc_text.data(), crc_text.data() + 8, crc, 16).ptr != crc_text.data() + 8) {
-    return Corrupt("cursor checksum is not 8 hex digits");
-  }
-  if (crc != spool_io::Crc32(body)) return Corrupt("cursor checksum mismatch");
-
-  std::string_view rest = body;
-  if (rest.substr(0, kCursorMagic.size()) != kCursorMagic ||
-      rest.substr(kCursorMagic.size(), 1) != " ") {
-    return Corrupt("not a fwdsink-cursor v1 record");
-  }
-  rest.remove_prefix(kCursorMagic.size() + 1);
-  std::string_view offset_text, first_text, failures_text;
-  CursorState parsed;
-  if (!TakeField(rest, "offset", offset_text) || !ParseInt(offset_text, parsed.offset)) {
-    return Corrupt("cursor offset missing or invalid");
-  }
-  if (!TakeField(rest, "first_failure_ms", first_text))
-    return Corrupt("cursor first_failure_ms missing");
-  if (first_text != "-") {
-    std::int64_t ms = 0;
-    if (!ParseInt(first_text, ms)) return Corrupt("cursor first_failure_ms invalid");
-    parsed.first_failure = spool_io::FromUnixMs(ms);
-  }
-  if (!TakeField(rest, "failures", failures_text) || !ParseInt(failures_text, parsed.failures)) {
-    return Corrupt("cursor failures missing or invalid");
-  }
-  if (!rest.empty()) return Corrupt("cursor record has trailing fields");
-  out.offset = parsed.offset;
-  out.first_failure = parsed.first_failure;
-  out.failures = parsed.failures;
-  return OkStatus();
-}
-
-// Checks that `offset` is within the partition and at a line start. Returns OK, kCorrupt
-// when the offset is wrong for this partition, or kIo/kNotFound when the partition
-// cannot be read (the message names it).
-Status CheckOffsetAgainst(const fs::path& partition, std::uint64_t offset) {
+// Checks that `offset` and every journal boundary are within the partition and at a line
+// start (a journal's last end may be the file's end). Returns OK, kCorrupt when the
+// record is wrong for this partition, or kIo/kNotFound when the partition cannot be
+// read (the message names it). @ref LLP 0020#cursor-v2
+Status CheckOffsetAgainst(const fs::path& partition, std::uint64_t offset,
+                          const std::vector<CursorRange>& ranges) {
   Result<internal::FileReader> file = internal::FileReader::Open(partition);
   if (!file.ok()) {
     if (file.status().code() != StatusCode::kNotFound) return std::move(file).status();
@@ -137,14 +55,26 @@ Status CheckOffsetAgainst(const fs::path& partition, std::uint64_t offset) {
     return Status(StatusCode::kCorrupt,
                   "cursor offset " + std::to_string(offset) + " is not at a line start");
   }
+  // CheckJournal made the ranges gapless from the offset: each end is the next begin.
+  for (const CursorRange& r : ranges) {
+    const std::string shown = std::to_string(r.begin) + "-" + std::to_string(r.end);
+    if (r.end > info->size) {
+      return Status(StatusCode::kCorrupt, "cursor journal range " + shown +
+                                              " ends beyond the partition size " +
+                                              std::to_string(info->size));
+    }
+    if (r.end == info->size) continue;
+    Result<bool> boundary = file->AtLineStart(r.end);
+    if (!boundary.ok()) return std::move(boundary).status();
+    if (!*boundary) {
+      return Status(StatusCode::kCorrupt,
+                    "cursor journal range " + shown + " does not end at a line start");
+    }
+  }
   return OkStatus();
 }
 
 }  // namespace
-
-Status internal::ParseCursorRecord(std::string_view text, CursorState& out) {
-  return fwdsink::ParseCursorRecord(text, out);
-}
 
 std::string_view to_string(CursorStatus status) noexcept {
   switch (status) {
@@ -383,7 +313,7 @@ CursorState Spool::LoadCursor(std::string_view name) const {
     return state;
   }
   const fs::path path = CursorPath(name);
-  Result<std::string> text = spool_io::ReadSmallFile(path, kMaxCursorFileBytes);
+  Result<std::string> text = spool_io::ReadSmallFile(path, internal::kMaxCursorFileBytes);
   if (!text) {
     if (text.status().code() == StatusCode::kNotFound) {
       state.status = CursorStatus::kMissing;
@@ -397,21 +327,24 @@ CursorState Spool::LoadCursor(std::string_view name) const {
     return state;
   }
   CursorState parsed;
-  if (Status why = ParseCursorRecord(text.value(), parsed); !why.ok()) {
+  if (Status why = internal::ParseCursorRecord(text.value(), parsed); !why.ok()) {
     // Torn or garbage: nothing in it can be trusted. Resending from 0 is safe because
     // chunk keys are byte ranges of the same partition. @ref LLP 0020#corrupt-cursor
     state.status = CursorStatus::kCorrupt;
     state.message = path.string() + ": " + why.message();
     return state;
   }
-  if (Status why = CheckOffsetAgainst(PartitionPath(name), parsed.offset); !why.ok()) {
+  if (Status why = CheckOffsetAgainst(PartitionPath(name), parsed.offset, parsed.ranges);
+      !why.ok()) {
     if (why.code() != StatusCode::kCorrupt) {
       state.status = CursorStatus::kError;
       state.message = why.message();
       return state;
     }
-    // The checksum held, so the failure history is genuine; only the offset is not.
+    // The checksum held, so the failure history is genuine; only the offset (or the
+    // journal) is not.
     parsed.offset = 0;
+    parsed.ranges.clear();
     parsed.status = CursorStatus::kCorrupt;
     parsed.message = path.string() + ": " + why.message();
     return parsed;
@@ -424,16 +357,27 @@ Status Spool::UpdateCursor(std::string_view name, const std::function<void(Curso
   if (Status st = ValidatePartitionName(name); !st.ok()) return st;
   CursorState state;
   // Keep what the record says; an unreadable record simply starts a fresh one.
-  if (Result<std::string> text = spool_io::ReadSmallFile(CursorPath(name), kMaxCursorFileBytes)) {
-    (void)ParseCursorRecord(text.value(), state);
+  if (Result<std::string> text =
+          spool_io::ReadSmallFile(CursorPath(name), internal::kMaxCursorFileBytes)) {
+    (void)internal::ParseCursorRecord(text.value(), state);
   }
   change(state);
   // @ref LLP 0020#atomic-writes
-  return spool_io::WriteFileAtomic(CursorPath(name), FormatCursorRecord(state));
+  return spool_io::WriteFileAtomic(CursorPath(name), internal::FormatCursorRecord(state));
 }
 
-Status Spool::SaveCursor(std::string_view name, std::uint64_t offset) {
-  return UpdateCursor(name, [offset](CursorState& state) { state.offset = offset; });
+Status Spool::SaveCursor(std::string_view name, std::uint64_t offset,
+                         std::span<const CursorRange> ranges) {
+  // Refused before anything is written: a journal LoadCursor would call corrupt must
+  // never replace a good record. @ref LLP 0020#cursor-v2
+  if (Status bad = internal::CheckJournal(offset, ranges); !bad.ok()) {
+    return Status(StatusCode::kInvalidArgument, "cannot save the cursor of partition " +
+                                                    std::string(name) + ": " + bad.message());
+  }
+  return UpdateCursor(name, [offset, ranges](CursorState& state) {
+    state.offset = offset;
+    state.ranges.assign(ranges.begin(), ranges.end());
+  });
 }
 
 Status Spool::RecordFailure(std::string_view name, std::chrono::system_clock::time_point now) {
