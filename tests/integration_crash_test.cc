@@ -90,9 +90,11 @@ std::vector<std::string> DeadRows(const fs::path& spool) {
   return rows;
 }
 
-// A README promise: a crash re-sends at most this many chunks with the same key, per
-// sender (a split chunk counts as one: its halves come back under their own keys).
+// A README promise: a crash re-sends at most `--window` chunks with the same key per
+// partition (a split chunk counts as one: its halves come back under their own keys).
+// These runs keep a window of 2 in flight. @ref LLP 0023#crash-bound
 constexpr std::size_t kMaxResentPerCrash = 2;
+constexpr const char* kWindow = "2";
 
 // A key "<partition>:<begin>-<end>", taken apart.
 struct KeyRange {
@@ -193,8 +195,8 @@ void CrashAndFinish(const std::string& tag, const std::vector<std::string>& extr
   REQUIRE(input.size() > 10'000);
 
   const std::vector<std::string> forward = {
-      "forward",   "--spool",  spool.string(), "--url",      url, "--chunk-bytes",
-      kChunkBytes, "--ladder", "0.1,0.2",      "--max-wait", "1", "--log-json"};
+      "forward",  "--spool", spool.string(), "--url", url,          "--chunk-bytes", kChunkBytes,
+      "--ladder", "0.1,0.2", "--max-wait",   "1",     "--log-json", "--window",      kWindow};
   std::vector<std::string> forward_args = forward;
   forward_args.insert(forward_args.end(), extra.begin(), extra.end());
 
@@ -320,7 +322,7 @@ TEST_CASE("SIGKILL while splitting (413 and 400) and dead-lettering: every row o
   const std::vector<std::string> forward = {
       "forward", "--spool",       spool.string(), "--url",    url,       "--chunk-bytes",
       "48k",     "--compression", "identity",     "--ladder", "0.1,0.2", "--max-wait",
-      "1",       "--log-json"};
+      "1",       "--log-json",    "--window",     kWindow};
 
   // Each run is killed on the first event of its kind in its own log; the kill counts
   // when the spool and the receiver prove where it landed (below). A kill that came too
@@ -433,12 +435,24 @@ TEST_CASE("SIGKILL while splitting (413 and 400) and dead-lettering: every row o
     CAPTURE(l.chunk.begin);
     const std::string key =
         l.chunk.partition + ":" + std::to_string(l.chunk.begin) + "-" + std::to_string(l.chunk.end);
+    // The restart re-sends what the journal owed of it: the dead letter's row again (400,
+    // the same dead letter rewritten), or the split chunk's pieces under their own keys,
+    // never the whole chunk again (no refusal needed to cut it the same way).
+    // @ref LLP 0014#journal
     bool resent = false;
+    bool whole_again = false;
     for (std::size_t i = starts[l.run]; i < log.size(); ++i) {
-      resent = resent || (log[i].value("key", std::string()) == key &&
-                          log[i].value("status", 0) == (l.dead ? 400 : 413));
+      const KeyRange k = ParseKey(log[i].value("key", std::string()));
+      if (l.dead) {
+        resent = resent ||
+                 (log[i].value("key", std::string()) == key && log[i].value("status", 0) == 400);
+      } else {
+        resent = resent || (l.chunk.contains(k) && k.end - k.begin < l.chunk.end - l.chunk.begin);
+        whole_again = whole_again || log[i].value("key", std::string()) == key;
+      }
     }
     CHECK(resent);
+    CHECK_FALSE(whole_again);
   }
   // Run by run, a split chunk counting as one: the first run re-sent nothing (twin),
   // each later one at most two chunks per partition (one sender each).

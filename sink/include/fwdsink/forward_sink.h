@@ -10,6 +10,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -23,6 +24,7 @@
 #include "fwdsink/gate.h"
 #include "fwdsink/histogram.h"
 #include "fwdsink/pacer.h"
+#include "fwdsink/spool.h"
 #include "fwdsink/status.h"
 #include "fwdsink/telemetry.h"
 #include "fwdsink/transport.h"
@@ -199,10 +201,33 @@ struct AckedChunk {
   std::uint64_t cursor = 0;
   // Requests of the partition still in flight after this one.
   std::size_t in_flight = 0;
+  // The journal past `cursor` (CursorWindow::Journal): the ranges in flight and those
+  // acknowledged past a gap, to persist with the cursor. @ref LLP 0014#journal
+  std::span<const CursorRange> journal{};
 };
 // Persists the cursor; returns false if it could not (the sink then stops and
 // respools with kCursorNotSaved rather than run ahead of what is on disk).
 using AckCallback = std::function<bool(const AckedChunk&)>;
+
+// The journal of a partition's call, handed over before the first byte of new ranges
+// (chunks, split pieces) leaves: the callback must make it durable before it returns,
+// or return false (the sink then stops with kCursorNotSaved, nothing new sent).
+// @ref LLP 0014#journal
+struct JournalState {
+  std::string_view partition;
+  std::uint64_t cursor = 0;               // as AckedChunk::cursor
+  std::span<const CursorRange> ranges{};  // gapless from `cursor`
+};
+using JournalCallback = std::function<bool(const JournalState&)>;
+
+// Where a ForwardPartition call starts: the persisted cursor and its journal (as
+// Spool::LoadCursor gives them: the journal's unacknowledged ranges are re-sent first,
+// exactly, under their keys; acknowledged ones never), and the journal's callback.
+struct ForwardStart {
+  std::uint64_t begin = 0;
+  std::vector<CursorRange> journal{};
+  JournalCallback on_journal{};  // empty: nothing is journaled (a bare sink)
+};
 
 // A chunk the server refuses as malformed (a single row, after bisection), passed to
 // the poison callback with its bytes as read from the partition.
@@ -338,6 +363,11 @@ class ForwardSink {
   [[nodiscard]] ForwardResult ForwardPartition(std::string_view partition,
                                                const std::filesystem::path& path,
                                                std::uint64_t begin, const AckCallback& on_ack,
+                                               const PoisonCallback& on_poison = {});
+  // The same from a cursor and its journal. @ref LLP 0014#journal
+  [[nodiscard]] ForwardResult ForwardPartition(std::string_view partition,
+                                               const std::filesystem::path& path,
+                                               const ForwardStart& start, const AckCallback& on_ack,
                                                const PoisonCallback& on_poison = {});
 
   // Aborts any pause or in-flight request at once, and all later work. Any thread.

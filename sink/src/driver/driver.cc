@@ -189,8 +189,7 @@ void Driver::Impl::ReportPermanentError(TickReport& report) {
                    " (" + e.reason + "): " + e.message});
 }
 
-std::optional<std::uint64_t> Driver::Impl::StartOffset(const ReadyPartition& p,
-                                                       TickReport& report) {
+std::optional<CursorState> Driver::Impl::StartCursor(const ReadyPartition& p, TickReport& report) {
   const CursorState cursor = spool.LoadCursor(p.name);
   if (cursor.status == CursorStatus::kError) {
     SpoolError(p.name, "cursor_unreadable", cursor.message, &report);
@@ -204,9 +203,9 @@ std::optional<std::uint64_t> Driver::Impl::StartOffset(const ReadyPartition& p,
           .partition = p.name,
           .reason = "cursor_corrupt",
           .message = cursor.message + "; resuming from offset 0"});
-    return 0;
+    return CursorState{};
   }
-  return cursor.offset;
+  return cursor;
 }
 
 void Driver::Impl::ForwardOne(Lane& lane, const ReadyPartition& p, TickReport& report) {
@@ -218,32 +217,42 @@ void Driver::Impl::ForwardOne(Lane& lane, const ReadyPartition& p, TickReport& r
 }
 
 bool Driver::Impl::ForwardFrom(Lane& lane, const ReadyPartition& p, TickReport& report) {
-  const std::optional<std::uint64_t> offset = StartOffset(p, report);
-  if (!offset) return false;
+  const std::optional<CursorState> cursor = StartCursor(p, report);
+  if (!cursor) return false;
   // Cursors are saved on the writer's thread while the next chunk is in flight, and
   // only from the ack callback; every path below flushes before touching the spool
   // again. @ref LLP 0021#async-cursor
-  // Two steps: the cursor is saved when it moved, the slot is yielded when nothing else
-  // of the partition is in flight.
-  const auto on_ack = [this, &lane, saved = *offset](const AckedChunk& a) mutable {
+  // Two steps: the cursor and its journal are queued (grouped saves: the writer does not
+  // wait), the slot is yielded when nothing else of the partition is in flight.
+  const auto on_ack = [this, &lane](const AckedChunk& a) {
     // The final chunk's cursor would be deleted by MarkDelivered a moment later; a crash
     // in between re-sends that one chunk under the same key. @ref LLP 0021#async-cursor
     if (a.final) return true;
-    // The cursor is the contiguous prefix of whole chunks: inside a split chunk it waits
-    // for the chunk's end (a restart then re-sends the whole chunk, which the server
-    // refuses and the sink splits again at the same lines, under the same keys), and
-    // past a gap for the gap. @ref LLP 0023#split-window @ref LLP 0014#window
-    if (a.cursor > saved) {
-      if (!lane.cursors->Submit(std::string(a.partition), a.cursor)) return false;
-      saved = a.cursor;
+    // The cursor is the contiguous prefix of whole chunks (never inside a split chunk,
+    // never past a gap); the journal says what lies past it: the pieces owed, re-sent
+    // exactly after a crash, and those acknowledged past a gap, never re-sent.
+    // @ref LLP 0023#split-window @ref LLP 0014#window
+    if (!lane.cursors->Submit(std::string(a.partition), a.cursor,
+                              std::vector<CursorRange>(a.journal.begin(), a.journal.end()))) {
+      return false;
     }
     if (a.in_flight == 0) YieldSlot(lane);
     return true;  // a stop that cut the yield short aborts the sink's next request
   };
+  // Before the first byte of ranges a restart could not cut again by itself: durable.
+  // @ref LLP 0014#journal
+  const auto on_journal = [&lane](const JournalState& j) {
+    return lane.cursors->Submit(std::string(j.partition), j.cursor,
+                                std::vector<CursorRange>(j.ranges.begin(), j.ranges.end())) &&
+           lane.cursors->Sync();
+  };
   const auto on_poison = [this, &lane, &p, &report](const PoisonedChunk& c) {
     return DeadLetter(lane, p, c, report);
   };
-  const ForwardResult r = lane.sink->ForwardPartition(p.name, p.path, *offset, on_ack, on_poison);
+  const ForwardResult r = lane.sink->ForwardPartition(
+      p.name, p.path,
+      ForwardStart{.begin = cursor->offset, .journal = cursor->ranges, .on_journal = on_journal},
+      on_ack, on_poison);
   if (const Status saved = lane.cursors->Flush(); !saved.ok()) {
     // The sink already stopped (Submit refused the next ack); the partition stays
     // where its last saved cursor says, and is re-sent from there next tick — after

@@ -100,8 +100,9 @@ struct Driver::Impl {
   void YieldSlot(Lane& lane);
   void Observe(std::chrono::microseconds rtt, RequestSignal signal);
   void LimitMoved(const LimitChange& c);
-  // Where partition `p` resumes, or nullopt when its cursor cannot be read.
-  std::optional<std::uint64_t> StartOffset(const ReadyPartition& p, TickReport& report);
+  // Where partition `p` resumes (its cursor and journal), or nullopt when its cursor
+  // cannot be read.
+  std::optional<CursorState> StartCursor(const ReadyPartition& p, TickReport& report);
   void ForwardOne(Lane& lane, const ReadyPartition& p, TickReport& report);
   // Sends `p` from its cursor once; true when it stopped at a row set aside and goes on.
   bool ForwardFrom(Lane& lane, const ReadyPartition& p, TickReport& report);

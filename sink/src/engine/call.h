@@ -38,7 +38,7 @@ class ForwardSink::Call {
   Call(const Call&) = delete;
   Call& operator=(const Call&) = delete;
 
-  ForwardResult Forward(const std::filesystem::path& path, std::uint64_t begin);
+  ForwardResult Forward(const std::filesystem::path& path, const ForwardStart& start);
 
  private:
   // How a chunk's attempts ended: on to the next chunk, or stop the partition.
@@ -67,7 +67,8 @@ class ForwardSink::Call {
   void ReleaseSlots(std::size_t needed);
   void DropIdle(const Flight* except);
   void Refill();
-  void Open();
+  Flight& Open();
+  [[nodiscard]] bool Journal();
   void Dispatch();
   [[nodiscard]] bool TakeAnswers();
   void WaitForEvent();
@@ -107,6 +108,8 @@ class ForwardSink::Call {
   CursorWindow window_;            // the ranges in flight and the cursor route's view of them
   ChunkSource* source_ = nullptr;  // during Forward()
   std::optional<SourceStatus> source_end_;  // the source said kEnd or failed
+  JournalCallback on_journal_;              // empty: no journal
+  std::size_t peak_ = 0;                    // the most flights at once in this call
   bool stopping_ = false;                   // a chunk's ending stopped the partition
   std::list<Flight> flights_;               // by opening order; stable addresses
   std::vector<PreparedChunk> spare_;        // buffers of ended flights, reused

@@ -162,7 +162,8 @@ ForwardSink::Call::ChunkEnd ForwardSink::Call::Split(const Verdict& v, Flight& f
   }
   bisection_.NoteSplit(request.range.end);
   End(Ending::kSplit, ChunkFacts(v, request, v.message));
-  source_->Split(f.prepared.chunk);
+  const std::uint64_t mid = source_->Split(f.prepared.chunk);
+  window_.Split(request.range.begin, mid, request.range.end);
   // The source has more now, even when it had said kEnd (or failed after this chunk):
   // the halves come before anything else. @ref LLP 0014#window
   source_end_.reset();
@@ -210,6 +211,7 @@ bool ForwardSink::Call::Advance(const ChunkRange& c, bool duplicate, bool dead_l
   result_.resume_offset = window_.acked_end();
   const bool final = window_.acked_end() >= file_size_;
   const bool inside_split = window_.Inside(c.end);
+  const std::vector<CursorRange> journal = window_.Journal();
   if (!on_ack_ || on_ack_(AckedChunk{.partition = partition_,
                                      .begin = c.begin,
                                      .end = c.end,
@@ -219,7 +221,8 @@ bool ForwardSink::Call::Advance(const ChunkRange& c, bool duplicate, bool dead_l
                                      .dead_lettered = dead_lettered,
                                      .inside_split = inside_split,
                                      .cursor = window_.durable_end(),
-                                     .in_flight = flights_.size() - 1})) {
+                                     .in_flight = flights_.size() - 1,
+                                     .journal = journal})) {
     return true;
   }
   End(Ending::kCursorNotSaved, {.message = "the cursor could not be persisted after offset " +

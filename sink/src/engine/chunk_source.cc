@@ -17,12 +17,16 @@ void ChunkBuffers::Reserve(std::size_t chunk_bytes, bool compressed) {
 
 ChunkSource::ChunkSource(const std::filesystem::path& path, std::uint64_t begin,
                          const ChunkerOptions& options, Encoder& encoder, ChunkBuffers& buffers,
-                         SingleSlotWorker& worker)
+                         SingleSlotWorker& worker,
+                         std::deque<std::pair<std::uint64_t, std::uint64_t>> replay)
     : chunker_(Chunker::Open(path, begin, options)),
       encoder_(encoder),
       buffers_(buffers),
       worker_(worker),
-      identity_(encoder.compression() == Compression::kIdentity) {}
+      identity_(encoder.compression() == Compression::kIdentity),
+      replay_(std::move(replay)),
+      path_(path),
+      options_(options) {}
 
 ChunkSource::~ChunkSource() {
   // The job uses this object's chunker: it must end before the source does.
@@ -41,21 +45,23 @@ SourceStatus ChunkSource::Next() {
     if (!current.encoded) return SourceStatus::kEncodeError;
   }
   // Read and encode the next chunk while this one is on the wire. @ref LLP 0014#read-ahead
-  if (split_halves_.empty() && !held_back_ && chunker_.ok() &&
+  if (split_halves_.empty() && replay_.empty() && !held_back_ && chunker_.ok() &&
       chunker_.offset() < chunker_.file_size()) {
     StartReadAhead();
   }
   return SourceStatus::kChunk;
 }
 
-void ChunkSource::SplitCurrent() { Split(buffers_.current.chunk); }
+void ChunkSource::SplitCurrent() { (void)Split(buffers_.current.chunk); }
 
-void ChunkSource::Split(const Chunk& chunk) {
+std::uint64_t ChunkSource::Split(const Chunk& chunk) {
   if (read_ahead_running_) held_back_ = WaitReadAhead();  // the halves go first
   auto halves = SplitChunk(chunk);
   FWDSINK_CHECK(halves.has_value());  // callers split chunks of two rows or more
   split_halves_.push_front(std::move(halves->second));
+  const std::uint64_t mid = halves->first.end;
   split_halves_.push_front(std::move(halves->first));
+  return mid;
 }
 
 void ChunkSource::LimitChunkBytes(std::size_t bytes) {
@@ -78,6 +84,7 @@ std::string& ChunkSource::wire() {
 // read-ahead (running or held back), or the chunker itself.
 NextStatus ChunkSource::Take() {
   PreparedChunk& current = buffers_.current;
+  if (!replay_.empty()) return Replay(current);
   if (!split_halves_.empty()) {
     Chunk& half = split_halves_.front();
     // Copied, not moved: the current buffer keeps its reserved capacity.
@@ -97,6 +104,25 @@ NextStatus ChunkSource::Take() {
   }
   ApplyLimit();
   return Fetch(current);
+}
+
+// Cuts a journaled range again, exactly: a chunker opened at its begin and capped at its
+// size gives the range's whole lines, or the file is not what it was (then the error is
+// the source's, as a read error). @ref LLP 0014#journal
+NextStatus ChunkSource::Replay(PreparedChunk& into) {
+  const auto [begin, end] = replay_.front();
+  replay_.pop_front();
+  Chunker once = Chunker::Open(path_, begin, options_);
+  once.LimitChunkBytes(static_cast<std::size_t>(end - begin));
+  const NextStatus st = once.Next(into.chunk);
+  into.encoded = false;  // Next() encodes it
+  if (st == NextStatus::kChunk && into.chunk.end == end) return st;
+  if (!once.ok()) {
+    chunker_ = std::move(once);  // the error and its offset are the source's now
+  } else {
+    chunker_ = Chunker::Open(path_, end + 1, options_);  // not a line start: kNotAtLineStart
+  }
+  return NextStatus::kError;
 }
 
 NextStatus ChunkSource::Fetch(PreparedChunk& into) {

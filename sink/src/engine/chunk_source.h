@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "fwdsink/chunker.h"
 #include "fwdsink/codec.h"
@@ -50,8 +51,12 @@ enum class SourceStatus {
 // not owned and must outlive the source.
 class ChunkSource {
  public:
+  // `replay`: ranges to send first, each exactly as it was cut before (a journal's
+  // unacknowledged ranges after a restart, in order); the chunker then starts at
+  // `begin`. @ref LLP 0014#journal
   ChunkSource(const std::filesystem::path& path, std::uint64_t begin, const ChunkerOptions& options,
-              Encoder& encoder, ChunkBuffers& buffers, SingleSlotWorker& worker);
+              Encoder& encoder, ChunkBuffers& buffers, SingleSlotWorker& worker,
+              std::deque<std::pair<std::uint64_t, std::uint64_t>> replay = {});
   ~ChunkSource();
   ChunkSource(const ChunkSource&) = delete;
   ChunkSource& operator=(const ChunkSource&) = delete;
@@ -62,7 +67,10 @@ class ChunkSource {
   void SplitCurrent();
   // Queues the two halves of `chunk` (two rows or more; a chunk taken from this source
   // earlier), sent next, before anything after them. @ref LLP 0014#window
-  void Split(const Chunk& chunk);
+  // Returns where the halves meet.
+  std::uint64_t Split(const Chunk& chunk);
+  // Whether split halves come next.
+  [[nodiscard]] bool splitting() const { return !split_halves_.empty(); }
   // Caps the raw size of chunks read from now on (the chunk being read ahead keeps its
   // size; the current chunk keeps its bytes and key). @ref LLP 0016#shrink
   void LimitChunkBytes(std::size_t bytes);
@@ -77,6 +85,7 @@ class ChunkSource {
 
  private:
   NextStatus Take();
+  NextStatus Replay(PreparedChunk& into);
   NextStatus Fetch(PreparedChunk& into);
   void StartReadAhead();
   NextStatus WaitReadAhead();
@@ -87,6 +96,9 @@ class ChunkSource {
   SingleSlotWorker& worker_;  // Not owned.
   const bool identity_;
   std::deque<Chunk> split_halves_;  // sent before the chunker's next chunk
+  std::deque<std::pair<std::uint64_t, std::uint64_t>> replay_;  // sent before anything
+  std::filesystem::path path_;
+  ChunkerOptions options_;
   bool read_ahead_running_ = false;
   std::optional<NextStatus> held_back_;  // a read-ahead's result held behind split halves
   NextStatus read_ahead_status_ = NextStatus::kEnd;  // the job's, read after WaitIdle()
