@@ -50,6 +50,7 @@ fwdsink::ForwardOptions OptionsFor(const CentralProcess& central,
   o.backpressure.max_wait = 10s;
   o.backpressure.inline_budget = 30s;
   o.backpressure.jitter = 0;  // exact waits are checked (jitter is on by default)
+  o.window = 1;  // one chunk at a time: these check one chunk's sequence (LLP 0014#window)
   o.transport.connect_timeout = 2s;
   o.transport.read_timeout = 10s;
   o.transport.write_timeout = 5s;
@@ -397,7 +398,9 @@ TEST_CASE("CloseCutsAPauseAndAHungRequestShortAndKeepsTheCursor") {
           const auto s = central.Stats();
           return s.is_object() && s["requests"] == 2 && s["held"] == 1 &&
                  run.sink().state().phase == fwdsink::ForwardSink::State::Phase::kSending &&
-                 fwdsink::test::BlockedOnIo(sender);
+                 // the post runs on a pipe's thread; the sender waits for its answer
+                 // (LLP 0014#window)
+                 fwdsink::test::BlockedOnFutex(sender);
         },
         r);
     MESSAGE("close during a hung request returned after " << took.count() << " ms");

@@ -185,6 +185,9 @@ TEST_CASE("AFastScraperStillGetsMetrics") {
     std::string page;
     REQUIRE(Get(daemon.port, "/metrics", &page) == 200);
     CHECK(page.find("fwdsink_ready_partitions") != std::string::npos);
+    // The window's gauges, under the names issue 22 gives (LLP 0014#window).
+    CHECK(page.find("# TYPE fwdsink_requests_in_flight gauge") != std::string::npos);
+    CHECK(page.find("# TYPE fwdsink_concurrency_limit gauge") != std::string::npos);
   }
   CHECK(Get(daemon.port, "/readyz") == 200);
   CHECK(Get(daemon.port, "/nothing") == 404);

@@ -47,6 +47,7 @@ TEST_CASE("published credentials apply from the next chunk, never inside a chunk
   o.compression = fwdsink::Compression::kIdentity;
   o.chunker.chunk_bytes = 8;
   o.backpressure.jitter = 0;
+  o.window = 1;  // scripted in arrival order: one chunk at a time (LLP 0014#window)
   o.headers = {{"X-Tenant", "old"}};
   fwdsink::ForwardDeps deps;
   deps.time = &clock;

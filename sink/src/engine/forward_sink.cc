@@ -164,10 +164,7 @@ void ForwardSink::Call::Refill() {
   }
   if (opened.empty()) return;
   peak_ = std::max(peak_, flights_.size());
-  if (!Journal()) {
-    for (Flight* f : opened) Remove(Find(f));
-    return;
-  }
+  if (!Journal()) return;  // the new flights were dropped with the idle ones
   for (Flight* f : opened) {
     f->attempt = std::make_unique<Attempt>(core_, f->request);
     f->step = f->attempt->Start();
