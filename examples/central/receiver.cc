@@ -17,6 +17,7 @@
 #include <sstream>
 #include <string_view>
 #include <system_error>
+#include <utility>
 
 namespace central {
 namespace {
@@ -179,6 +180,11 @@ Receiver::~Receiver() {
 }
 
 void Receiver::Register(httplib::Server& server) {
+  // @ref LLP 0011#expect-continue
+  server.set_expect_100_continue_handler(
+      [this](const httplib::Request& req, httplib::Response& res) {
+        return HandleExpect(req, res);
+      });
   server.Post(".*", [this](const httplib::Request& req, httplib::Response& res,
                            const httplib::ContentReader& reader) { HandlePost(req, res, reader); });
   server.Get("/stats", [this](const httplib::Request&, httplib::Response& res) {
@@ -206,8 +212,9 @@ void Receiver::FlushAndLockForExit() {
 
 void Receiver::HandlePost(const httplib::Request& req, httplib::Response& res,
                           const httplib::ContentReader& reader) {
-  std::uint64_t post_number = 0;
-  {
+  // A request with Expect: 100-continue was numbered when its head was decided.
+  std::uint64_t post_number = TakeExpectNumber(req);
+  if (post_number == 0) {
     std::lock_guard lock(mu_);
     post_number = ++post_count_;
     ++stats_.requests;
@@ -254,9 +261,77 @@ void Receiver::HandlePost(const httplib::Request& req, httplib::Response& res,
   Apply(req, res, std::move(d), key, wire, encoding);
 }
 
+namespace {
+// The number HandleExpect gave the request this worker thread is handling: httplib runs
+// the Expect hook and then the POST handler of one request on one thread.
+thread_local std::uint64_t expect_number = 0;
+
+bool ExpectsContinue(const httplib::Request& req) {
+  return req.get_header_value("Expect") == "100-continue";  // httplib's own test
+}
+}  // namespace
+
+std::uint64_t Receiver::TakeExpectNumber(const httplib::Request& req) {
+  return ExpectsContinue(req) ? std::exchange(expect_number, 0) : 0;
+}
+
+// @ref LLP 0011#expect-continue
+int Receiver::HandleExpect(const httplib::Request& req, httplib::Response& res) {
+  std::uint64_t n = 0;
+  {
+    std::lock_guard lock(mu_);
+    n = ++post_count_;
+    ++stats_.requests;
+  }
+  std::optional<Decision> early = DecideHead(req, n);
+  const std::string key = req.get_header_value(options_.key_header);
+  const auto length = req.get_header_value<std::uint64_t>("Content-Length");
+  if (!early && length > options_.max_body) {
+    early = Refuse(413, "payload too large", "max_body", false);
+  }
+  if (!early) {
+    std::lock_guard lock(mu_);
+    if (!key.empty() && keys_seen_.contains(key)) {
+      early = Duplicate();
+    } else if (options_.rate_bytes_per_sec && req.has_header("Content-Length")) {
+      early = Throttle(length);
+    }
+  }
+  if (!early) {
+    expect_number = n;
+    return 100;
+  }
+  // The client sends no body after this answer; one that does anyway would have it read
+  // as its next request, so it is told to close.
+  res.set_header("Connection", "close");
+  std::string encoding = Lower(Trim(req.get_header_value("Content-Encoding")));
+  if (encoding.empty()) encoding = "identity";
+  const int status = early->status;
+  Apply(req, res, std::move(*early), key, std::string(), encoding);
+  return status;
+}
+
 Decision Receiver::Decide(const httplib::Request& req, std::uint64_t post_number,
                           const std::string& wire, bool read_ok, bool wire_too_large) {
   // Order: @ref LLP 0011#decision-order
+  if (auto refused = DecideHead(req, post_number)) return *refused;
+  if (wire_too_large) {
+    return Refuse(413, "payload too large", "max_body", false);
+  }
+  if (!read_ok) {
+    return Refuse(400, "bad request", "incomplete_body", false);
+  }
+
+  const std::string key = req.get_header_value(options_.key_header);
+  if (!key.empty()) {
+    std::lock_guard lock(mu_);
+    if (keys_seen_.contains(key)) return Duplicate();
+  }
+  return DecideBody(key, wire, req.get_header_value("Content-Encoding"));
+}
+
+std::optional<Decision> Receiver::DecideHead(const httplib::Request& req,
+                                             std::uint64_t post_number) {
   {
     std::lock_guard lock(stop_mu_);
     if (stopping_) {
@@ -280,23 +355,15 @@ Decision Receiver::Decide(const httplib::Request& req, std::uint64_t post_number
     return Refuse(415, "unsupported media type", "unsupported_media_type", false);
   }
   const std::string encoding = Lower(Trim(req.get_header_value("Content-Encoding")));
-  const bool zstd = encoding == "zstd";
-  if (!zstd && !encoding.empty() && encoding != "identity") {
+  if (encoding != "zstd" && !encoding.empty() && encoding != "identity") {
     return Refuse(415, "unsupported content encoding", "unsupported_encoding", false);
   }
-  if (wire_too_large) {
-    return Refuse(413, "payload too large", "max_body", false);
-  }
-  if (!read_ok) {
-    return Refuse(400, "bad request", "incomplete_body", false);
-  }
+  return std::nullopt;
+}
 
-  const std::string key = req.get_header_value(options_.key_header);
-  if (!key.empty()) {
-    std::lock_guard lock(mu_);
-    if (keys_seen_.contains(key)) return Duplicate();
-  }
-
+Decision Receiver::DecideBody(const std::string& key, const std::string& wire,
+                              const std::string& content_encoding) {
+  const bool zstd = Lower(Trim(content_encoding)) == "zstd";
   // Decode and validate outside the lock: the expensive part runs in parallel.
   std::string decoded;
   if (zstd) {
@@ -378,6 +445,24 @@ std::pair<std::uint64_t, std::uint64_t> Receiver::BucketState(double rate, doubl
   return {static_cast<std::uint64_t>(left), static_cast<std::uint64_t>(to_full)};
 }
 
+std::optional<Decision> Receiver::Throttle(std::uint64_t wire_bytes) {
+  // @ref LLP 0011#token-bucket
+  const double rate = static_cast<double>(*options_.rate_bytes_per_sec);
+  const double burst = static_cast<double>(*options_.burst_bytes);
+  const auto now = Clock::now();
+  const double elapsed = std::chrono::duration<double>(now - tokens_at_).count();
+  tokens_ = std::min(burst, tokens_ + rate * std::max(0.0, elapsed));
+  tokens_at_ = now;
+  const double need = std::min(static_cast<double>(wire_bytes), burst);
+  if (tokens_ >= need) return std::nullopt;
+  const double wait = std::ceil((need - tokens_) / rate);
+  const auto seconds = static_cast<long long>(std::max(1.0, wait));
+  Decision d = Refuse(429, "rate limited", "byte_rate", true);
+  d.retry_after = std::to_string(seconds);
+  d.bucket = BucketState(rate, burst);
+  return d;
+}
+
 Decision Receiver::Admit(const std::string& key, const std::string& wire,
                          const std::string& decoded, std::uint64_t rows) {
   std::lock_guard lock(mu_);
@@ -387,25 +472,10 @@ Decision Receiver::Admit(const std::string& key, const std::string& wire,
     return Duplicate();
   }
   if (options_.rate_bytes_per_sec) {
-    // @ref LLP 0011#token-bucket
-    const double rate = static_cast<double>(*options_.rate_bytes_per_sec);
-    const double burst = static_cast<double>(*options_.burst_bytes);
-    const auto now = Clock::now();
-    const double elapsed = std::chrono::duration<double>(now - tokens_at_).count();
-    tokens_ = std::min(burst, tokens_ + rate * std::max(0.0, elapsed));
-    tokens_at_ = now;
-    const double size = static_cast<double>(wire.size());
-    const double need = std::min(size, burst);
-    if (tokens_ < need) {
-      const double wait = std::ceil((need - tokens_) / rate);
-      const auto seconds = static_cast<long long>(std::max(1.0, wait));
-      Decision d = Refuse(429, "rate limited", "byte_rate", true);
-      d.retry_after = std::to_string(seconds);
-      d.bucket = BucketState(rate, burst);
-      return d;
-    }
-    tokens_ -= size;
-    bucket = BucketState(rate, burst);
+    if (auto throttled = Throttle(wire.size())) return *throttled;
+    tokens_ -= static_cast<double>(wire.size());
+    bucket = BucketState(static_cast<double>(*options_.rate_bytes_per_sec),
+                         static_cast<double>(*options_.burst_bytes));
   }
   // Rows first, key second: a crash in between re-stores on re-send rather than losing.
   bool ok = std::fwrite(decoded.data(), 1, decoded.size(), received_) == decoded.size() &&

@@ -59,12 +59,30 @@ class Receiver {
  private:
   explicit Receiver(const Options& options);
 
+  // Answers a request that carries "Expect: 100-continue" from its head, before its
+  // body is read: the head checks of Decide(), a body past --max-body by its
+  // Content-Length, a known key, and the token bucket by Content-Length. Returns the
+  // final status, or 100 to have the body sent (and decided by HandlePost as usual).
+  // @ref LLP 0011#expect-continue
+  int HandleExpect(const httplib::Request& req, httplib::Response& res);
+  // Returns the number HandleExpect gave this request on this worker thread, or 0.
+  static std::uint64_t TakeExpectNumber(const httplib::Request& req);
   // Handles one POST from a worker thread.
   void HandlePost(const httplib::Request& req, httplib::Response& res,
                   const httplib::ContentReader& reader);
   // Decides the POST numbered post_number once its wire body has been read.
   Decision Decide(const httplib::Request& req, std::uint64_t post_number, const std::string& wire,
                   bool read_ok, bool wire_too_large);
+  // Steps 3-6 of the decision order (shutdown, fault injection, auth, media type and
+  // encoding): what the head alone decides; nullopt when they all pass.
+  [[nodiscard]] std::optional<Decision> DecideHead(const httplib::Request& req,
+                                                   std::uint64_t post_number);
+  // Decodes, validates and stores the body of a request that passed every other check.
+  Decision DecideBody(const std::string& key, const std::string& wire,
+                      const std::string& content_encoding);
+  // Refills the bucket and returns a 429 when it cannot take `wire_bytes` now (under mu_,
+  // only with --rate); takes no tokens.
+  [[nodiscard]] std::optional<Decision> Throttle(std::uint64_t wire_bytes);
   [[nodiscard]] std::optional<Decision> CheckAuth(const httplib::Request& req);
   [[nodiscard]] bool IsInjected(std::uint64_t post_number) const;
   [[nodiscard]] bool DelayApplies(std::uint64_t post_number) const;

@@ -346,6 +346,15 @@ const Row kRows[] = {
    [](std::string_view v, SinkSettings& s) {
      return PositiveDuration(v, s.driver.forward.transport.response_timeout);
    }},
+  // @ref LLP 0017#expect-continue
+  {{"expect_continue_bytes", "N", "bodies of N bytes or more wait for 100 Continue (0: never)",
+    false, false, false, false, "64k"},
+   [](std::string_view v, SinkSettings& s) {
+     const auto n = ParseSize(v);
+     if (!n) return Bad(Quoted(v) + " is " + SizeProblem(v));
+     s.driver.forward.transport.expect_continue_bytes = *n;
+     return OkStatus();
+   }},
   {{"max_split_requests", "N", "requests one partition's bisection may spend",
     false, false, false, false, "256"},
    [](std::string_view v, SinkSettings& s) { return Count(v, s.driver.forward.max_split_requests, 1); }},
@@ -435,6 +444,7 @@ constexpr std::pair<std::string_view, std::string_view> kFieldKeys[] = {
     {"forward.transport.proxy", "proxy"},
     {"forward.transport.min_throughput_bytes_per_s", "min_throughput"},
     {"forward.transport.response_timeout", "response_timeout"},
+    {"forward.transport.expect_continue_bytes", "expect_continue_bytes"},
     {"forward.max_split_requests", "max_split_requests"},
     {"forward.transport", "ca_file"},
     {"forward.label", "label"},
