@@ -20,7 +20,7 @@
 #include <thread>
 #include <vector>
 
-#include <httplib.h>
+#include <openssl/ssl.h>
 
 #include "central_process.h"
 #include "fwdsink/transport.h"
@@ -181,9 +181,11 @@ std::unique_ptr<HttpTransport> Make(const std::string& url, TransportOptions o =
   return std::move(*t);
 }
 
+// Posts `bytes` (a multiple of 1 KiB) of valid rows, 1 KiB each.
 fwdsink::TransportResult Post(HttpTransport& t, std::size_t bytes) {
-  std::string body(bytes - 1, 'x');
-  body.push_back('\n');
+  REQUIRE(bytes % 1024 == 0);
+  std::string body;
+  while (body.size() < bytes) body += "{\"p\":\"" + std::string(1015, 'x') + "\"}\n";
   const std::size_t size = body.size();
   auto r = t.Post({{"Content-Type", "application/x-ndjson"}}, body, "", {});
   CHECK(body.size() == size);  // handed back unchanged for a re-send
@@ -286,9 +288,73 @@ TEST_CASE("AServerThatIgnoresExpectGetsTheBodyAfterTheWaitAndTheChunkIsAcknowled
   }
 }
 
-// A TLS server that ignores Expect: its 100 Continue comes long after the wait, so the
-// body goes first; a TLS 1.3 session ticket is read during the wait without blocking it.
-TEST_CASE("OverTlsTheWaitEndsAndAnEarlyAnswerWithholdsTheBody") {
+// A TLS server that never answers the head: it reads the body when it comes and says
+// 200. OpenSSL directly, one connection, so that nothing sends a 100 behind our back.
+class RawTlsServer {
+ public:
+  RawTlsServer(const std::string& crt, const std::string& key) {
+    ctx_ = SSL_CTX_new(TLS_server_method());
+    REQUIRE(SSL_CTX_use_certificate_file(ctx_, crt.c_str(), SSL_FILETYPE_PEM) == 1);
+    REQUIRE(SSL_CTX_use_PrivateKey_file(ctx_, key.c_str(), SSL_FILETYPE_PEM) == 1);
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    ::listen(fd_, 4);
+    socklen_t len = sizeof a;
+    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] { Serve(); });
+  }
+  ~RawTlsServer() {
+    ::shutdown(fd_, SHUT_RDWR);
+    thread_.join();
+    ::close(fd_);
+    SSL_CTX_free(ctx_);
+  }
+  int port() const { return port_; }
+  std::uint64_t body_bytes() const { return body_bytes_.load(); }
+
+ private:
+  void Serve() {
+    const int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
+    if (c < 0) return;
+    SSL* ssl = SSL_new(ctx_);
+    SSL_set_fd(ssl, c);
+    std::string in;
+    char buf[65536];
+    std::size_t need = std::string::npos;
+    const bool shook = SSL_accept(ssl) == 1;
+    while (shook && (need == std::string::npos || in.size() < need)) {
+      const int n = SSL_read(ssl, buf, sizeof buf);
+      if (n <= 0) break;
+      in.append(buf, static_cast<std::size_t>(n));
+      const auto end = in.find("\r\n\r\n");
+      const auto at = in.find("Content-Length: ");
+      if (end != std::string::npos && at != std::string::npos) {
+        need = end + 4 + std::stoul(in.substr(at + 16));
+        body_bytes_ = in.size() - end - 4;
+      }
+    }
+    if (need != std::string::npos && in.size() >= need) {
+      SSL_write(ssl, kOk.data(), static_cast<int>(kOk.size()));
+    }
+    SSL_shutdown(ssl);
+    SSL_free(ssl);
+    ::close(c);
+  }
+  SSL_CTX* ctx_ = nullptr;
+  int fd_ = -1;
+  int port_ = 0;
+  std::atomic<std::uint64_t> body_bytes_{0};
+  std::thread thread_;
+};
+
+// Over TLS: an early answer withholds the body; a server that ignores Expect gets the
+// body after the wait, also when a TLS 1.3 session ticket arrives during the wait (a
+// blocking SSL_read would take the ticket and then block until the response deadline).
+TEST_CASE("OverTlsAnEarlyAnswerWithholdsTheBodyAndTheWaitEnds") {
   const auto dir = CentralProcess::ScratchDir("it_expect_tls");
   const auto crt = dir / "c.crt";
   const auto key = dir / "c.key";
@@ -296,46 +362,37 @@ TEST_CASE("OverTlsTheWaitEndsAndAnEarlyAnswerWithholdsTheBody") {
       "openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj /CN=127.0.0.1 -keyout '" +
       key.string() + "' -out '" + crt.string() + "' >'" + (dir / "openssl.log").string() + "' 2>&1";
   REQUIRE(std::system(cmd.c_str()) == 0);
-  httplib::SSLServer server(crt.c_str(), key.c_str());
-  REQUIRE(server.is_valid());
-  std::atomic<int> expects{0};
-  std::atomic<std::uint64_t> body_bytes{0};
-  server.set_expect_100_continue_handler([&](const httplib::Request&, httplib::Response& res) {
-    if (expects.fetch_add(1) == 0) {
-      res.status = 429;
-      res.set_header("Retry-After", "1");
-      res.set_header("Connection", "close");
-      return 429;
-    }
-    std::this_thread::sleep_for(kContinueWait + 500ms);  // late: the client sent the body
-    return 100;
-  });
-  server.Post("/ingest", [&](const httplib::Request&, httplib::Response& res,
-                             const httplib::ContentReader& reader) {
-    reader([&](const char*, std::size_t n) {
-      body_bytes += n;
-      return true;
-    });
-    res.set_content("{}", "application/json");
-  });
-  const int port = server.bind_to_any_port("127.0.0.1");
-  std::thread serving([&] { server.listen_after_bind(); });
   TransportOptions o;
-  o.verify_tls = false;  // a throwaway self-signed certificate
-  auto t = Make("https://127.0.0.1:" + std::to_string(port) + "/ingest", o);
-  const auto refused = Post(*t, kBig);
-  CHECK(refused.error == TransportError::kNone);
-  CHECK(refused.response.status == 429);
-  CHECK(refused.body_withheld);
-  const auto start = Clock::now();
-  const auto accepted = Post(*t, kBig);
-  CHECK_MESSAGE(accepted.error == TransportError::kNone, accepted.message);
-  CHECK(accepted.response.status == 200);
-  CHECK_FALSE(accepted.body_withheld);
-  CHECK(Clock::now() - start >= kContinueWait);  // lower bound: it waited, then sent
-  CHECK(body_bytes.load() == kBig);
-  server.stop();
-  serving.join();
+  o.verify_tls = false;     // a throwaway self-signed certificate
+  o.response_timeout = 5s;  // a wait that blocks fails as kTimeout soon after
+  SUBCASE("an early 429 from fwdsink-central over https") {
+    CentralProcess central(dir / "c");
+    REQUIRE(central.Start({"--tls-cert", crt.string(), "--tls-key", key.string(), "--fail-status",
+                           "429", "--fail-first", "1"}));
+    auto t = Make("https://127.0.0.1:" + std::to_string(central.port()) + "/ingest", o);
+    const auto refused = Post(*t, kBig);
+    CHECK_MESSAGE(refused.error == TransportError::kNone, refused.message);
+    CHECK(refused.response.status == 429);
+    CHECK(refused.body_withheld);
+    const auto accepted = Post(*t, kBig);  // a new connection, a 100 Continue, stored
+    CHECK_MESSAGE(accepted.error == TransportError::kNone, accepted.message);
+    CHECK(accepted.response.status == 200);
+    CHECK_FALSE(accepted.body_withheld);
+    const auto log = central.request_log();
+    REQUIRE(log.size() == 2);
+    CHECK(log[0]["body_bytes"] == 0);
+    CHECK(log[1]["body_bytes"] == kBig);
+  }
+  SUBCASE("a TLS server that never says 100") {
+    RawTlsServer server(crt.string(), key.string());
+    auto t = Make("https://127.0.0.1:" + std::to_string(server.port()) + "/ingest", o);
+    const auto start = Clock::now();
+    const auto r = Post(*t, kBig);
+    CHECK_MESSAGE(r.error == TransportError::kNone, r.message);
+    CHECK(r.response.status == 200);
+    CHECK(Clock::now() - start >= kContinueWait);  // lower bound: it waited, then sent
+    CHECK(server.body_bytes() == kBig);
+  }
 }
 
 // fwdsink-central, driven by a raw client that sends only the head and reads.
