@@ -59,10 +59,11 @@ struct Seen {
 
 // One connection at a time. Each request is answered by the next mode: kRefuse answers
 // 429 as soon as the head is in, then counts what still arrives until the client closes;
-// kRead reads the Content-Length body (never sending 100 Continue) and answers 200.
+// kRead reads the Content-Length body (never sending 100 Continue) and answers 200;
+// kContinue says 100 Continue first, then does the same.
 class RawServer {
  public:
-  enum class Mode { kRefuse, kRead };
+  enum class Mode { kRefuse, kRead, kContinue };
   explicit RawServer(std::deque<Mode> modes) : modes_(std::move(modes)) {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     const int one = 1;
@@ -147,6 +148,10 @@ class RawServer {
         Record(std::move(s));
         return;
       }
+      if (mode == Mode::kContinue) {
+        const std::string go = "HTTP/1.1 100 Continue\r\n\r\n";
+        ::send(c, go.data(), go.size(), MSG_NOSIGNAL);
+      }
       const auto at = s.head.find("Content-Length: ");
       const std::size_t length = at == std::string::npos ? 0 : std::stoul(s.head.substr(at + 16));
       if (ReadUntil(c, in, 1, 10s) != 1 && length > 0) return;
@@ -214,6 +219,43 @@ TEST_CASE("ARefusalBeforeTheBodyCostsNoBodyBytes") {
   CHECK(seen[0].closed_after_answer);
   CHECK(seen[1].body_bytes == kBig);
   CHECK(server.connections() == 2);
+}
+
+TEST_CASE("ThroughTheSinkARefusedChunkIsResentAndOnlyTheAcceptedBodyCounts") {
+  const auto dir = CentralProcess::ScratchDir("it_expect_sink");
+  const auto path = dir / "p.ndjson";
+  fwdsink::test::WriteRows(path, 4000, 50);  // 200 kB: one chunk over the threshold
+  RawServer server({RawServer::Mode::kRefuse, RawServer::Mode::kRead});
+  fwdsink::ForwardOptions o;
+  o.url = server.url();
+  o.compression = fwdsink::Compression::kIdentity;
+  fwdsink::test::SinkRun run(o);
+  const auto r = run.Forward("p", path);  // 429 with Retry-After: 1, then 200
+  CHECK_MESSAGE(r.outcome == fwdsink::Outcome::kDelivered, r.message);
+  CHECK(run.acks().size() == 1);
+  const auto& c = run.sink().counters();
+  CHECK(c.chunks_sent.load() == 2);
+  CHECK(c.status_429.load() == 1);
+  CHECK(c.bodies_withheld.load() == 1);
+  CHECK(c.wire_bytes_sent.load() == 200'000);  // the accepted body only
+  const auto seen = server.WaitFor(2);
+  REQUIRE(seen.size() == 2);
+  CHECK(seen[0].body_bytes == 0);
+  CHECK(seen[1].body_bytes == 200'000);
+}
+
+TEST_CASE("A100ContinueLetsTheBodyGoWithoutTheWait") {
+  RawServer server({RawServer::Mode::kContinue});
+  auto t = Make(server.url());
+  const auto r = Post(*t, kBig);
+  CHECK(r.error == TransportError::kNone);
+  CHECK(r.response.status == 200);
+  const auto seen = server.WaitFor(1);
+  REQUIRE(seen.size() == 1);
+  CHECK(HasExpect(seen[0].head));
+  CHECK(seen[0].body_bytes == kBig);
+  // Measured from the phase (the 100 sent), against the wait it must not take.
+  CHECK(seen[0].head_to_body < kContinueWait - 200ms);
 }
 
 // Twins: no Expect below the threshold or with it off; the body goes without a wait
