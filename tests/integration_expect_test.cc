@@ -496,3 +496,94 @@ TEST_CASE("CentralAnswersAThrottledRequestFromItsHeadAndContinuesOtherwise") {
   CHECK(stats["accepted_chunks"] == 1);
   CHECK(stats["requests"] == 2);
 }
+
+namespace {
+// A raw HTTP/1.1 client for one request: the head, the answer's status lines, the body.
+class RawClient {
+ public:
+  explicit RawClient(int port) : fd_(::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0)) {
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<std::uint16_t>(port));
+    REQUIRE(::connect(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  }
+  ~RawClient() { ::close(fd_); }
+  void Head(std::size_t length, const std::string& key) {
+    Send(
+        "POST /ingest HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/x-ndjson\r\n"
+        "Idempotency-Key: " +
+        key + "\r\nContent-Length: " + std::to_string(length) + "\r\nExpect: 100-continue\r\n\r\n");
+  }
+  // `length` bytes of rows; `valid` false makes the last one malformed.
+  void Body(std::size_t length, bool valid = true) {
+    std::string body;
+    while (body.size() + 1024 <= length) body += "{\"p\":\"" + std::string(1015, 'x') + "\"}\n";
+    REQUIRE(body.size() == length);
+    if (!valid) body[body.size() - 2] = ',';
+    Send(body);
+  }
+  // Returns the next response's status line ("" when none came in time).
+  std::string Status() {
+    char buf[4096];
+    const auto until = Clock::now() + fwdsink::test::kPollTimeout;
+    while (Clock::now() < until) {
+      if (const auto end = in_.find("\r\n\r\n"); end != std::string::npos) {
+        std::string line = in_.substr(0, in_.find("\r\n"));
+        const auto cl = in_.find("Content-Length: ");
+        const std::size_t body =
+            cl != std::string::npos && cl < end ? std::stoul(in_.substr(cl + 16)) : 0;
+        if (in_.size() >= end + 4 + body) {
+          in_.erase(0, end + 4 + body);
+          return line;
+        }
+      }
+      pollfd p{fd_, POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      const ssize_t n = ::recv(fd_, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      in_.append(buf, static_cast<std::size_t>(n));
+    }
+    return "";
+  }
+
+ private:
+  void Send(const std::string& s) {
+    REQUIRE(::send(fd_, s.data(), s.size(), MSG_NOSIGNAL) == ssize_t(s.size()));
+  }
+  const int fd_;
+  std::string in_;
+};
+}  // namespace
+
+// The tokens for a body are taken when its head is let through, so two bodies that
+// arrive together cannot both be let through into a bucket that holds one; a body that
+// is not stored gives its tokens back.
+TEST_CASE("CentralReservesTheBucketForABodyItAskedForAndGivesItBackWhenNotStored") {
+  const auto dir = CentralProcess::ScratchDir("it_expect_reserve");
+  CentralProcess central(dir / "c");
+  REQUIRE(central.Start({"--rate", "1000", "--burst", "100000"}));
+  constexpr std::size_t kLen = 60 * 1024;  // one fits the 100 kB bucket, two do not
+  SUBCASE("two heads at once: the second is refused while the first body is on its way") {
+    RawClient a(central.port());
+    RawClient b(central.port());
+    a.Head(kLen, "a");
+    CHECK(a.Status() == "HTTP/1.1 100 Continue");
+    b.Head(kLen, "b");
+    CHECK(b.Status() == "HTTP/1.1 429 Too Many Requests");
+    a.Body(kLen);
+    CHECK(a.Status() == "HTTP/1.1 200 OK");
+  }
+  SUBCASE("twin: a body refused as malformed gives its tokens back") {
+    RawClient a(central.port());
+    a.Head(kLen, "a");
+    CHECK(a.Status() == "HTTP/1.1 100 Continue");
+    a.Body(kLen, /*valid=*/false);
+    CHECK(a.Status() == "HTTP/1.1 400 Bad Request");
+    RawClient b(central.port());
+    b.Head(kLen, "b");
+    CHECK(b.Status() == "HTTP/1.1 100 Continue");
+    b.Body(kLen);
+    CHECK(b.Status() == "HTTP/1.1 200 OK");
+  }
+}

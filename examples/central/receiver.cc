@@ -212,8 +212,10 @@ void Receiver::FlushAndLockForExit() {
 
 void Receiver::HandlePost(const httplib::Request& req, httplib::Response& res,
                           const httplib::ContentReader& reader) {
-  // A request with Expect: 100-continue was numbered when its head was decided.
-  std::uint64_t post_number = TakeExpectNumber(req);
+  // A request with Expect: 100-continue was numbered (and charged) when its head was
+  // decided. @ref LLP 0011#expect-continue
+  const ExpectClaim claim = TakeExpectClaim(req);
+  std::uint64_t post_number = claim.number;
   if (post_number == 0) {
     std::lock_guard lock(mu_);
     post_number = ++post_count_;
@@ -257,22 +259,26 @@ void Receiver::HandlePost(const httplib::Request& req, httplib::Response& res,
   const std::string key = req.get_header_value(options_.key_header);
   std::string encoding = Lower(Trim(req.get_header_value("Content-Encoding")));
   if (encoding.empty()) encoding = "identity";
-  Decision d = Decide(req, post_number, wire, read_ok, wire_too_large);
+  Decision d = Decide(req, post_number, wire, read_ok, wire_too_large, claim.reserved);
+  if (claim.reserved > 0 && d.reason != "accepted" && d.reason != "storage_error") {
+    std::lock_guard lock(mu_);
+    tokens_ += static_cast<double>(claim.reserved);  // not stored: not charged
+  }
   Apply(req, res, std::move(d), key, wire, encoding);
 }
 
 namespace {
-// The number HandleExpect gave the request this worker thread is handling: httplib runs
-// the Expect hook and then the POST handler of one request on one thread.
-thread_local std::uint64_t expect_number = 0;
+// The claim HandleExpect made for the request this worker thread is handling: httplib
+// runs the Expect hook and then the POST handler of one request on one thread.
+thread_local ExpectClaim expect_claim;
 
 bool ExpectsContinue(const httplib::Request& req) {
   return req.get_header_value("Expect") == "100-continue";  // httplib's own test
 }
 }  // namespace
 
-std::uint64_t Receiver::TakeExpectNumber(const httplib::Request& req) {
-  return ExpectsContinue(req) ? std::exchange(expect_number, 0) : 0;
+ExpectClaim Receiver::TakeExpectClaim(const httplib::Request& req) {
+  return ExpectsContinue(req) ? std::exchange(expect_claim, ExpectClaim{}) : ExpectClaim{};
 }
 
 // @ref LLP 0011#expect-continue
@@ -289,16 +295,23 @@ int Receiver::HandleExpect(const httplib::Request& req, httplib::Response& res) 
   if (!early && length > options_.max_body) {
     early = Refuse(413, "payload too large", "max_body", false);
   }
+  std::uint64_t reserved = 0;
   if (!early) {
     std::lock_guard lock(mu_);
     if (!key.empty() && keys_seen_.contains(key)) {
       early = Duplicate();
     } else if (options_.rate_bytes_per_sec && req.has_header("Content-Length")) {
       early = Throttle(length);
+      // Taken now, or bodies let through together would drain the bucket for each other
+      // and be refused after all once they are in.
+      if (!early && length > 0) {
+        tokens_ -= static_cast<double>(length);
+        reserved = length;
+      }
     }
   }
   if (!early) {
-    expect_number = n;
+    expect_claim = {.number = n, .reserved = reserved};
     return 100;
   }
   // The client sends no body after this answer; one that does anyway would have it read
@@ -312,7 +325,8 @@ int Receiver::HandleExpect(const httplib::Request& req, httplib::Response& res) 
 }
 
 Decision Receiver::Decide(const httplib::Request& req, std::uint64_t post_number,
-                          const std::string& wire, bool read_ok, bool wire_too_large) {
+                          const std::string& wire, bool read_ok, bool wire_too_large,
+                          std::uint64_t reserved) {
   // Order: @ref LLP 0011#decision-order
   if (auto refused = DecideHead(req, post_number)) return *refused;
   if (wire_too_large) {
@@ -327,7 +341,7 @@ Decision Receiver::Decide(const httplib::Request& req, std::uint64_t post_number
     std::lock_guard lock(mu_);
     if (keys_seen_.contains(key)) return Duplicate();
   }
-  return DecideBody(key, wire, req.get_header_value("Content-Encoding"));
+  return DecideBody(key, wire, req.get_header_value("Content-Encoding"), reserved);
 }
 
 std::optional<Decision> Receiver::DecideHead(const httplib::Request& req,
@@ -362,7 +376,7 @@ std::optional<Decision> Receiver::DecideHead(const httplib::Request& req,
 }
 
 Decision Receiver::DecideBody(const std::string& key, const std::string& wire,
-                              const std::string& content_encoding) {
+                              const std::string& content_encoding, std::uint64_t reserved) {
   const bool zstd = Lower(Trim(content_encoding)) == "zstd";
   // Decode and validate outside the lock: the expensive part runs in parallel.
   std::string decoded;
@@ -387,7 +401,7 @@ Decision Receiver::DecideBody(const std::string& key, const std::string& wire,
                  {"details", {{"reason", "bad_row"}, {"line", bad_line}}}};
     return MakeDecision(400, "bad_row", body.dump());
   }
-  return Admit(key, wire, decoded, *rows);
+  return Admit(key, wire, decoded, *rows, reserved);
 }
 
 std::optional<Decision> Receiver::CheckAuth(const httplib::Request& req) {
@@ -464,7 +478,7 @@ std::optional<Decision> Receiver::Throttle(std::uint64_t wire_bytes) {
 }
 
 Decision Receiver::Admit(const std::string& key, const std::string& wire,
-                         const std::string& decoded, std::uint64_t rows) {
+                         const std::string& decoded, std::uint64_t rows, std::uint64_t reserved) {
   std::lock_guard lock(mu_);
   std::optional<std::pair<std::uint64_t, std::uint64_t>> bucket;
   // Re-check: a concurrent request with the same key may have been stored meanwhile.
@@ -472,8 +486,10 @@ Decision Receiver::Admit(const std::string& key, const std::string& wire,
     return Duplicate();
   }
   if (options_.rate_bytes_per_sec) {
-    if (auto throttled = Throttle(wire.size())) return *throttled;
-    tokens_ -= static_cast<double>(wire.size());
+    if (reserved == 0) {  // else its head took the tokens (HandleExpect)
+      if (auto throttled = Throttle(wire.size())) return *throttled;
+      tokens_ -= static_cast<double>(wire.size());
+    }
     bucket = BucketState(static_cast<double>(*options_.rate_bytes_per_sec),
                          static_cast<double>(*options_.burst_bytes));
   }
