@@ -529,6 +529,7 @@ class RawClient {
     const auto until = Clock::now() + fwdsink::test::kPollTimeout;
     while (Clock::now() < until) {
       if (const auto end = in_.find("\r\n\r\n"); end != std::string::npos) {
+        last_head_ = in_.substr(0, end + 4);
         std::string line = in_.substr(0, in_.find("\r\n"));
         const auto cl = in_.find("Content-Length: ");
         const std::size_t body =
@@ -553,6 +554,10 @@ class RawClient {
   }
   const int fd_;
   std::string in_;
+  std::string last_head_;
+
+ public:
+  const std::string& last_head() const { return last_head_; }
 };
 }  // namespace
 
@@ -571,6 +576,8 @@ TEST_CASE("CentralReservesTheBucketForABodyItAskedForAndGivesItBackWhenNotStored
     CHECK(a.Status() == "HTTP/1.1 100 Continue");
     b.Head(kLen, "b");
     CHECK(b.Status() == "HTTP/1.1 429 Too Many Requests");
+    // Framed by its length: a client need not wait for the server to close.
+    CHECK(b.last_head().find("\r\nContent-Length: ") != std::string::npos);
     a.Body(kLen);
     CHECK(a.Status() == "HTTP/1.1 200 OK");
   }

@@ -321,6 +321,9 @@ int Receiver::HandleExpect(const httplib::Request& req, httplib::Response& res) 
   if (encoding.empty()) encoding = "identity";
   const int status = early->status;
   Apply(req, res, std::move(*early), key, std::string(), encoding);
+  // httplib frames a response from this hook by the connection's end, which it keeps
+  // open for the next request: say the length, or the client waits for the close.
+  res.set_header("Content-Length", std::to_string(res.body.size()));
   return status;
 }
 
