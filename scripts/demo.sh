@@ -101,6 +101,13 @@ printf '  %-34s %s\n' "rows delivered (daemon counters)" "${ROWS_DELIVERED:-?}"
 printf '  %-34s %s\n' "rows received (received.ndjson)" "$ROWS_RECEIVED"
 printf '  %-34s %s\n' "duplicate rows stored" "$DUPLICATES"
 printf '  %-34s %s\n' "wire bytes sent (zstd, incl. 429s)" "$(num wire_bytes_sent "$EXIT_LINE")"
+# Wire body bytes the daemon sent over those the receiver accepted: a refusal that came
+# before its body (Expect: 100-continue, LLP 0017#expect-continue) costs none.
+ACCEPTED_BYTES=$(num bytes "$STATS")
+printf '  %-34s %s\n' "wire bytes / accepted bytes" \
+  "$(awk -v w="$(num wire_bytes_sent "$EXIT_LINE")" -v a="${ACCEPTED_BYTES:-0}" \
+       'BEGIN { if (a > 0) printf "%.2f", w / a; else print "?" }')"
+printf '  %-34s %s\n' "bodies withheld (refused early)" "$(num bodies_withheld "$EXIT_LINE")"
 printf '  %-34s %s\n' "429s seen by the daemon" "$(num status_429 "$EXIT_LINE")"
 printf '  %-34s %s\n' "receiver stats" "$STATS"
 echo

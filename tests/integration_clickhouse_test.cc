@@ -4,9 +4,14 @@
 // the `fwdsink` daemon as a process. LABEL engines. Skipped with a message when
 // clickhouse-server is not installed (scripts/deps.sh installs it).
 // @ref LLP 0017#clickhouse-tests
+#include <arpa/inet.h>
 #include <doctest/doctest.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <cstdio>
@@ -21,6 +26,7 @@
 #include "clickhouse_process.h"
 #include "daemon_process.h"
 #include "fwdsink/spool_writer.h"
+#include "fwdsink/transport.h"
 #include "test_files.h"
 
 namespace {
@@ -50,6 +56,7 @@ class ClickHouse {
   std::string Url(const std::string& table, const std::string& extra = {}) const {
     return server_->Url(table, extra);
   }
+  int port() const { return server_->port(); }
   void Table(const std::string& name) const {
     REQUIRE(Query("DROP TABLE IF EXISTS " + name) == "");
     REQUIRE(Query("CREATE TABLE " + name + " " + kTable) == "");
@@ -143,6 +150,53 @@ TEST_CASE("ClickHouse: 200,000 rows arrive, with identity and with gzip") {
     CHECK(err.find(R"("reason":"not_replicated")") != std::string::npos);
     CHECK(ch->Query("SELECT count(), uniqExact(ts), toString(sum(v)) FROM " + table) ==
           std::to_string(kRows) + "\t" + std::to_string(kRows) + "\t" + ExpectedSum(kRows) + "\n");
+  }
+}
+
+// @ref LLP 0017#expect-continue — ClickHouse says 100 Continue and reads the body.
+TEST_CASE(
+    "ClickHouse: a body over the Expect threshold is asked for with 100 Continue and stored") {
+  REQUIRE_CLICKHOUSE(ch);
+  ch->Table("t_expect");
+  std::string body;
+  std::uint64_t rows = 0;
+  while (body.size() < 200'000) body += Row(rows++) + "\n";
+  const std::size_t size = body.size();
+  SUBCASE("the server's answer to the head alone is 100 Continue") {
+    const int c = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(static_cast<std::uint16_t>(ch->port()));
+    REQUIRE(::connect(c, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+    const std::string head =
+        "POST /?query=INSERT+INTO+t_expect+FORMAT+JSONEachRow HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        "Content-Length: " +
+        std::to_string(size) + "\r\nExpect: 100-continue\r\n\r\n";
+    REQUIRE(::send(c, head.data(), head.size(), MSG_NOSIGNAL) == ssize_t(head.size()));
+    std::string got;
+    char buf[4096];
+    const auto until = std::chrono::steady_clock::now() + 10s;
+    while (got.find("\r\n\r\n") == std::string::npos && std::chrono::steady_clock::now() < until) {
+      pollfd p{c, POLLIN, 0};
+      if (::poll(&p, 1, 50) <= 0) continue;
+      const ssize_t n = ::recv(c, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      got.append(buf, static_cast<std::size_t>(n));
+    }
+    ::close(c);
+    CHECK(got.substr(0, got.find("\r\n")) == "HTTP/1.1 100 Continue");
+  }
+  SUBCASE("the transport sends it after the 100 and the rows are stored") {
+    fwdsink::TransportOptions o;  // default threshold 64 KiB
+    auto t = fwdsink::HttpTransport::Create(ch->Url("t_expect"), o);
+    REQUIRE(t.ok());
+    const auto r = (*t)->Post({{"Content-Type", "application/x-ndjson"}}, body, "", {});
+    CHECK_MESSAGE(r.error == fwdsink::TransportError::kNone, r.message);
+    CHECK(r.response.status == 200);
+    CHECK_FALSE(r.body_withheld);
+    CHECK(body.size() == size);
+    CHECK(ch->Query("SELECT count() FROM t_expect") == std::to_string(rows) + "\n");
   }
 }
 

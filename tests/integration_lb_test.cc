@@ -13,6 +13,7 @@
 #include <fstream>
 #include <thread>
 
+#include "fwdsink/transport.h"
 #include "it_support.h"
 #include "two_receivers.h"
 
@@ -62,6 +63,29 @@ void WriteNginxConf(const fs::path& dir, int port, int a, int b) {
        << "      proxy_next_upstream_tries 2;\n"
        << "      proxy_connect_timeout 1s; proxy_read_timeout 5s;\n"
        << "      proxy_pass http://central;\n    }\n  }\n}\n";
+}
+
+// nginx in front of one backend with limit_req at 1 request/s and no burst: the second
+// request within a second is refused with 429 before nginx reads its body.
+void WriteLimitConf(const fs::path& dir, int port, int backend) {
+  fs::create_directories(dir / "tmp");
+  std::ofstream conf(dir / "nginx.conf");
+  if (::getuid() == 0) conf << "user root;\n";
+  conf << "worker_processes 1;\ndaemon off;\npid " << (dir / "nginx.pid").string() << ";\n"
+       << "error_log " << (dir / "error.log").string() << " warn;\n"
+       << "events { worker_connections 256; }\nhttp {\n  access_log off;\n"
+       << "  client_body_temp_path " << (dir / "tmp/body").string() << ";\n"
+       << "  proxy_temp_path " << (dir / "tmp/proxy").string() << ";\n"
+       << "  fastcgi_temp_path " << (dir / "tmp/fcgi").string() << ";\n"
+       << "  uwsgi_temp_path " << (dir / "tmp/uwsgi").string() << ";\n"
+       << "  scgi_temp_path " << (dir / "tmp/scgi").string() << ";\n"
+       << "  client_max_body_size 64m; client_body_buffer_size 1m;\n"
+       << "  limit_req_zone $binary_remote_addr zone=ingest:1m rate=1r/s;\n"
+       << "  server {\n    listen 127.0.0.1:" << port << ";\n"
+       << "    location /stats { proxy_pass http://127.0.0.1:" << backend << "; }\n"
+       << "    location / {\n      limit_req zone=ingest; limit_req_status 429;\n"
+       << "      proxy_http_version 1.1; proxy_set_header Connection \"\";\n"
+       << "      proxy_pass http://127.0.0.1:" << backend << ";\n    }\n  }\n}\n";
 }
 
 // nginx as a child; stopped (TERM) and reaped when destroyed.
@@ -160,6 +184,54 @@ TEST_CASE("behind nginx: one backend killed mid-run, every row at least once") {
   // Each backend stored each row once; only that chunk's rows may be at both.
   CHECK(across.rows_a + across.rows_b == rows + across.rows_at_both);
   CHECK(across.rows_at_both <= across.chunks_at_both * (16 * 1024));
+}
+
+// @ref LLP 0017#expect-continue — nginx answers Expect itself: 100 Continue when it reads
+// a body to proxy it, and (100 and) 429 when limit_req refuses it.
+TEST_CASE("behind nginx: a body over the Expect threshold is accepted, a limit_req refusal read") {
+  if (!fs::exists(kNginx)) {
+    MESSAGE("nginx is not installed (scripts/deps.sh installs nginx-light): skipped");
+    return;
+  }
+  const fs::path dir = CentralProcess::ScratchDir("expect_lb");
+  CentralProcess central(dir / "central");
+  REQUIRE(central.Start());
+  const int port = FreePort();
+  WriteLimitConf(dir / "nginx", port, central.port());
+  NginxProcess nginx(dir / "nginx");
+  httplib::Client probe("127.0.0.1", port);
+  REQUIRE(WaitFor([&] { return static_cast<bool>(probe.Get("/stats")); }, seconds(10)));
+
+  fwdsink::TransportOptions o;
+  o.connect_timeout = seconds(2);
+  o.read_timeout = seconds(10);
+  auto created =
+      fwdsink::HttpTransport::Create("http://127.0.0.1:" + std::to_string(port) + "/ingest", o);
+  REQUIRE(created.ok());
+  auto& t = **created;
+  // 200 kB of valid rows, over the default threshold of 64 KiB.
+  std::string body;
+  for (int i = 0; body.size() < 200'000; ++i) body += "{\"i\":" + std::to_string(i) + "}\n";
+  const std::size_t size = body.size();
+  const auto post = [&](const std::string& key) {
+    return t.Post({{"Content-Type", "application/x-ndjson"}, {"Idempotency-Key", key}}, body, "",
+                  {});
+  };
+  // The probe's /stats is not limited: the first POST is the zone's first request.
+  const auto accepted = post("a");
+  CHECK_MESSAGE(accepted.error == fwdsink::TransportError::kNone, accepted.message);
+  CHECK(accepted.response.status == 200);
+  CHECK_FALSE(accepted.body_withheld);
+  const auto refused = post("b");  // within the second: refused
+  CHECK_MESSAGE(refused.error == fwdsink::TransportError::kNone, refused.message);
+  CHECK(refused.response.status == 429);
+  MESSAGE("nginx's 429: body " << std::string(refused.body_withheld ? "withheld"
+                                                                    : "sent (after its 100)"));
+  CHECK(body.size() == size);
+  const auto log = central.request_log();
+  REQUIRE(log.size() == 1);  // the refused one never reached the backend
+  CHECK(log[0]["status"] == 200);
+  CHECK(log[0]["body_bytes"] == size);
 }
 
 }  // namespace

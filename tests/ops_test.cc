@@ -86,6 +86,7 @@ TEST_CASE("Prometheus text: escaping, values, names in base units") {
     fwdsink::CountersSnapshot s;
     s.wait_ms = 2500;
     s.chunks_acked = 7;
+    s.bodies_withheld = 2;
     page.CounterList("fwdsink_sink_", s);
     page.Family("fwdsink_wait_remaining_seconds", "gauge", "left");
     page.Sample("fwdsink_wait_remaining_seconds", 3, {{"reason", "byte_rate"}});
@@ -97,6 +98,9 @@ TEST_CASE("Prometheus text: escaping, values, names in base units") {
           std::string::npos);
     CHECK(t.find("fwdsink_wait_remaining_seconds{endpoint=\"http://h/\\\"x\\\"\",reason="
                  "\"byte_rate\"} 3\n") != std::string::npos);
+    CHECK(t.find("# TYPE fwdsink_sink_bodies_withheld_total counter\n"
+                 "fwdsink_sink_bodies_withheld_total{endpoint=\"http://h/\\\"x\\\"\"} 2\n") !=
+          std::string::npos);
     CHECK(t.find("wait_ms") == std::string::npos);
   }
   SUBCASE("several endpoints: one family per counter, one sample per target") {

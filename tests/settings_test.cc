@@ -317,3 +317,42 @@ TEST_CASE("Describe redacts secrets: header values, URL passwords") {
   CHECK(ValueOf(s, "spool") == "/s");
   CHECK(ValueOf(s, "chunk_bytes") == "1m");  // the default
 }
+
+TEST_CASE(
+    "expect_continue_bytes: default 64 KiB, 0 turns it off, from a flag, a variable or a file") {
+  const auto dir = FreshDir(kSuite, "expect");
+  SUBCASE("the default") {
+    const auto b = Required().Build();
+    REQUIRE(b.ok());
+    CHECK(b->driver.forward.transport.expect_continue_bytes == 64u * 1024);
+  }
+  SUBCASE("a flag, 0 = off") {
+    Settings s = Required();
+    REQUIRE(
+        s.Set("expect_continue_bytes", "0", SettingSource::kFlag, "--expect-continue-bytes").ok());
+    const auto b = s.Build();
+    REQUIRE(b.ok());
+    CHECK(b->driver.forward.transport.expect_continue_bytes == 0);
+  }
+  SUBCASE("the environment and the file") {
+    WriteFile(dir / "f.toml", "expect_continue_bytes = \"1m\"\n");
+    Settings s = Required();
+    REQUIRE(s.LoadFile(dir / "f.toml").ok());
+    const auto from_file = s.Build();
+    REQUIRE(from_file.ok());
+    CHECK(from_file->driver.forward.transport.expect_continue_bytes == 1u << 20);
+    const std::vector<std::string> env = {"FWDSINK_EXPECT_CONTINUE_BYTES=16k"};
+    REQUIRE(s.LoadEnvironment(env, nullptr).ok());
+    const auto from_env = s.Build();
+    REQUIRE(from_env.ok());
+    CHECK(from_env->driver.forward.transport.expect_continue_bytes == 16u * 1024);
+  }
+  SUBCASE("a bad value is named") {
+    Settings s = Required();
+    const auto st =
+        s.Set("expect_continue_bytes", "4x", SettingSource::kFlag, "--expect-continue-bytes");
+    CHECK(st.code() == StatusCode::kInvalidArgument);
+    CHECK(Contains(st.message(), "--expect-continue-bytes"));
+    CHECK(Contains(st.message(), "4x"));
+  }
+}

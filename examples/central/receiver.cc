@@ -17,6 +17,7 @@
 #include <sstream>
 #include <string_view>
 #include <system_error>
+#include <utility>
 
 namespace central {
 namespace {
@@ -179,6 +180,11 @@ Receiver::~Receiver() {
 }
 
 void Receiver::Register(httplib::Server& server) {
+  // @ref LLP 0011#expect-continue
+  server.set_expect_100_continue_handler(
+      [this](const httplib::Request& req, httplib::Response& res) {
+        return HandleExpect(req, res);
+      });
   server.Post(".*", [this](const httplib::Request& req, httplib::Response& res,
                            const httplib::ContentReader& reader) { HandlePost(req, res, reader); });
   server.Get("/stats", [this](const httplib::Request&, httplib::Response& res) {
@@ -206,8 +212,11 @@ void Receiver::FlushAndLockForExit() {
 
 void Receiver::HandlePost(const httplib::Request& req, httplib::Response& res,
                           const httplib::ContentReader& reader) {
-  std::uint64_t post_number = 0;
-  {
+  // A request with Expect: 100-continue was numbered (and charged) when its head was
+  // decided. @ref LLP 0011#expect-continue
+  const ExpectClaim claim = TakeExpectClaim(req);
+  std::uint64_t post_number = claim.number;
+  if (post_number == 0) {
     std::lock_guard lock(mu_);
     post_number = ++post_count_;
     ++stats_.requests;
@@ -250,13 +259,96 @@ void Receiver::HandlePost(const httplib::Request& req, httplib::Response& res,
   const std::string key = req.get_header_value(options_.key_header);
   std::string encoding = Lower(Trim(req.get_header_value("Content-Encoding")));
   if (encoding.empty()) encoding = "identity";
-  Decision d = Decide(req, post_number, wire, read_ok, wire_too_large);
+  Decision d = Decide(req, post_number, wire, read_ok, wire_too_large, claim.reserved);
+  if (claim.reserved > 0 && d.reason != "accepted" && d.reason != "storage_error") {
+    std::lock_guard lock(mu_);
+    tokens_ += static_cast<double>(claim.reserved);  // not stored: not charged
+  }
   Apply(req, res, std::move(d), key, wire, encoding);
 }
 
+namespace {
+// The claim HandleExpect made for the request this worker thread is handling: httplib
+// runs the Expect hook and then the POST handler of one request on one thread.
+thread_local ExpectClaim expect_claim;
+
+bool ExpectsContinue(const httplib::Request& req) {
+  return req.get_header_value("Expect") == "100-continue";  // httplib's own test
+}
+}  // namespace
+
+ExpectClaim Receiver::TakeExpectClaim(const httplib::Request& req) {
+  return ExpectsContinue(req) ? std::exchange(expect_claim, ExpectClaim{}) : ExpectClaim{};
+}
+
+// @ref LLP 0011#expect-continue
+int Receiver::HandleExpect(const httplib::Request& req, httplib::Response& res) {
+  std::uint64_t n = 0;
+  {
+    std::lock_guard lock(mu_);
+    n = ++post_count_;
+    ++stats_.requests;
+  }
+  std::optional<Decision> early = DecideHead(req, n);
+  const std::string key = req.get_header_value(options_.key_header);
+  const auto length = req.get_header_value<std::uint64_t>("Content-Length");
+  if (!early && length > options_.max_body) {
+    early = Refuse(413, "payload too large", "max_body", false);
+  }
+  std::uint64_t reserved = 0;
+  if (!early) {
+    std::lock_guard lock(mu_);
+    if (!key.empty() && keys_seen_.contains(key)) {
+      early = Duplicate();
+    } else if (options_.rate_bytes_per_sec && req.has_header("Content-Length")) {
+      early = Throttle(length);
+      // Taken now, or bodies let through together would drain the bucket for each other
+      // and be refused after all once they are in.
+      if (!early && length > 0) {
+        tokens_ -= static_cast<double>(length);
+        reserved = length;
+      }
+    }
+  }
+  if (!early) {
+    expect_claim = {.number = n, .reserved = reserved};
+    return 100;
+  }
+  // The client sends no body after this answer; one that does anyway would have it read
+  // as its next request, so it is told to close.
+  res.set_header("Connection", "close");
+  std::string encoding = Lower(Trim(req.get_header_value("Content-Encoding")));
+  if (encoding.empty()) encoding = "identity";
+  const int status = early->status;
+  Apply(req, res, std::move(*early), key, std::string(), encoding);
+  // httplib frames a response from this hook by the connection's end, which it keeps
+  // open for the next request: say the length, or the client waits for the close.
+  res.set_header("Content-Length", std::to_string(res.body.size()));
+  return status;
+}
+
 Decision Receiver::Decide(const httplib::Request& req, std::uint64_t post_number,
-                          const std::string& wire, bool read_ok, bool wire_too_large) {
+                          const std::string& wire, bool read_ok, bool wire_too_large,
+                          std::uint64_t reserved) {
   // Order: @ref LLP 0011#decision-order
+  if (auto refused = DecideHead(req, post_number)) return *refused;
+  if (wire_too_large) {
+    return Refuse(413, "payload too large", "max_body", false);
+  }
+  if (!read_ok) {
+    return Refuse(400, "bad request", "incomplete_body", false);
+  }
+
+  const std::string key = req.get_header_value(options_.key_header);
+  if (!key.empty()) {
+    std::lock_guard lock(mu_);
+    if (keys_seen_.contains(key)) return Duplicate();
+  }
+  return DecideBody(key, wire, req.get_header_value("Content-Encoding"), reserved);
+}
+
+std::optional<Decision> Receiver::DecideHead(const httplib::Request& req,
+                                             std::uint64_t post_number) {
   {
     std::lock_guard lock(stop_mu_);
     if (stopping_) {
@@ -280,23 +372,15 @@ Decision Receiver::Decide(const httplib::Request& req, std::uint64_t post_number
     return Refuse(415, "unsupported media type", "unsupported_media_type", false);
   }
   const std::string encoding = Lower(Trim(req.get_header_value("Content-Encoding")));
-  const bool zstd = encoding == "zstd";
-  if (!zstd && !encoding.empty() && encoding != "identity") {
+  if (encoding != "zstd" && !encoding.empty() && encoding != "identity") {
     return Refuse(415, "unsupported content encoding", "unsupported_encoding", false);
   }
-  if (wire_too_large) {
-    return Refuse(413, "payload too large", "max_body", false);
-  }
-  if (!read_ok) {
-    return Refuse(400, "bad request", "incomplete_body", false);
-  }
+  return std::nullopt;
+}
 
-  const std::string key = req.get_header_value(options_.key_header);
-  if (!key.empty()) {
-    std::lock_guard lock(mu_);
-    if (keys_seen_.contains(key)) return Duplicate();
-  }
-
+Decision Receiver::DecideBody(const std::string& key, const std::string& wire,
+                              const std::string& content_encoding, std::uint64_t reserved) {
+  const bool zstd = Lower(Trim(content_encoding)) == "zstd";
   // Decode and validate outside the lock: the expensive part runs in parallel.
   std::string decoded;
   if (zstd) {
@@ -320,7 +404,7 @@ Decision Receiver::Decide(const httplib::Request& req, std::uint64_t post_number
                  {"details", {{"reason", "bad_row"}, {"line", bad_line}}}};
     return MakeDecision(400, "bad_row", body.dump());
   }
-  return Admit(key, wire, decoded, *rows);
+  return Admit(key, wire, decoded, *rows, reserved);
 }
 
 std::optional<Decision> Receiver::CheckAuth(const httplib::Request& req) {
@@ -378,8 +462,26 @@ std::pair<std::uint64_t, std::uint64_t> Receiver::BucketState(double rate, doubl
   return {static_cast<std::uint64_t>(left), static_cast<std::uint64_t>(to_full)};
 }
 
+std::optional<Decision> Receiver::Throttle(std::uint64_t wire_bytes) {
+  // @ref LLP 0011#token-bucket
+  const double rate = static_cast<double>(*options_.rate_bytes_per_sec);
+  const double burst = static_cast<double>(*options_.burst_bytes);
+  const auto now = Clock::now();
+  const double elapsed = std::chrono::duration<double>(now - tokens_at_).count();
+  tokens_ = std::min(burst, tokens_ + rate * std::max(0.0, elapsed));
+  tokens_at_ = now;
+  const double need = std::min(static_cast<double>(wire_bytes), burst);
+  if (tokens_ >= need) return std::nullopt;
+  const double wait = std::ceil((need - tokens_) / rate);
+  const auto seconds = static_cast<long long>(std::max(1.0, wait));
+  Decision d = Refuse(429, "rate limited", "byte_rate", true);
+  d.retry_after = std::to_string(seconds);
+  d.bucket = BucketState(rate, burst);
+  return d;
+}
+
 Decision Receiver::Admit(const std::string& key, const std::string& wire,
-                         const std::string& decoded, std::uint64_t rows) {
+                         const std::string& decoded, std::uint64_t rows, std::uint64_t reserved) {
   std::lock_guard lock(mu_);
   std::optional<std::pair<std::uint64_t, std::uint64_t>> bucket;
   // Re-check: a concurrent request with the same key may have been stored meanwhile.
@@ -387,25 +489,12 @@ Decision Receiver::Admit(const std::string& key, const std::string& wire,
     return Duplicate();
   }
   if (options_.rate_bytes_per_sec) {
-    // @ref LLP 0011#token-bucket
-    const double rate = static_cast<double>(*options_.rate_bytes_per_sec);
-    const double burst = static_cast<double>(*options_.burst_bytes);
-    const auto now = Clock::now();
-    const double elapsed = std::chrono::duration<double>(now - tokens_at_).count();
-    tokens_ = std::min(burst, tokens_ + rate * std::max(0.0, elapsed));
-    tokens_at_ = now;
-    const double size = static_cast<double>(wire.size());
-    const double need = std::min(size, burst);
-    if (tokens_ < need) {
-      const double wait = std::ceil((need - tokens_) / rate);
-      const auto seconds = static_cast<long long>(std::max(1.0, wait));
-      Decision d = Refuse(429, "rate limited", "byte_rate", true);
-      d.retry_after = std::to_string(seconds);
-      d.bucket = BucketState(rate, burst);
-      return d;
+    if (reserved == 0) {  // else its head took the tokens (HandleExpect)
+      if (auto throttled = Throttle(wire.size())) return *throttled;
+      tokens_ -= static_cast<double>(wire.size());
     }
-    tokens_ -= size;
-    bucket = BucketState(rate, burst);
+    bucket = BucketState(static_cast<double>(*options_.rate_bytes_per_sec),
+                         static_cast<double>(*options_.burst_bytes));
   }
   // Rows first, key second: a crash in between re-stores on re-send rather than losing.
   bool ok = std::fwrite(decoded.data(), 1, decoded.size(), received_) == decoded.size() &&

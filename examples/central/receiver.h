@@ -37,6 +37,13 @@ struct Decision {
   std::optional<std::pair<std::uint64_t, std::uint64_t>> bucket;
 };
 
+// What Receiver::HandleExpect gave a request it let through: its number, and the bucket
+// tokens it took for the body (given back unless the body is stored).
+struct ExpectClaim {
+  std::uint64_t number = 0;    // 0: none (the request had no Expect)
+  std::uint64_t reserved = 0;  // tokens taken for Content-Length bytes
+};
+
 class Receiver {
  public:
   // Creates DIR, loads DIR/keys.log, opens the output files. Returns nullptr and sets
@@ -59,18 +66,37 @@ class Receiver {
  private:
   explicit Receiver(const Options& options);
 
+  // Answers a request that carries "Expect: 100-continue" from its head, before its
+  // body is read: the head checks of Decide(), a body past --max-body by its
+  // Content-Length, a known key, and the token bucket by Content-Length. Returns the
+  // final status, or 100 to have the body sent (and decided by HandlePost as usual).
+  // @ref LLP 0011#expect-continue
+  int HandleExpect(const httplib::Request& req, httplib::Response& res);
+  // Returns (and forgets) the claim HandleExpect made for this request on this thread.
+  static ExpectClaim TakeExpectClaim(const httplib::Request& req);
   // Handles one POST from a worker thread.
   void HandlePost(const httplib::Request& req, httplib::Response& res,
                   const httplib::ContentReader& reader);
   // Decides the POST numbered post_number once its wire body has been read.
+  // `reserved`: tokens already taken for it (ExpectClaim), so the bucket is not asked again.
   Decision Decide(const httplib::Request& req, std::uint64_t post_number, const std::string& wire,
-                  bool read_ok, bool wire_too_large);
+                  bool read_ok, bool wire_too_large, std::uint64_t reserved);
+  // Steps 3-6 of the decision order (shutdown, fault injection, auth, media type and
+  // encoding): what the head alone decides; nullopt when they all pass.
+  [[nodiscard]] std::optional<Decision> DecideHead(const httplib::Request& req,
+                                                   std::uint64_t post_number);
+  // Decodes, validates and stores the body of a request that passed every other check.
+  Decision DecideBody(const std::string& key, const std::string& wire,
+                      const std::string& content_encoding, std::uint64_t reserved);
+  // Refills the bucket and returns a 429 when it cannot take `wire_bytes` now (under mu_,
+  // only with --rate); takes no tokens.
+  [[nodiscard]] std::optional<Decision> Throttle(std::uint64_t wire_bytes);
   [[nodiscard]] std::optional<Decision> CheckAuth(const httplib::Request& req);
   [[nodiscard]] bool IsInjected(std::uint64_t post_number) const;
   [[nodiscard]] bool DelayApplies(std::uint64_t post_number) const;
   // Stores an accepted chunk (under mu_); returns the admission decision.
   Decision Admit(const std::string& key, const std::string& wire, const std::string& decoded,
-                 std::uint64_t rows);
+                 std::uint64_t rows, std::uint64_t reserved);
   void Apply(const httplib::Request& req, httplib::Response& res, Decision d,
              const std::string& key, const std::string& wire, const std::string& encoding);
   // Builds an error decision with the JSON body {"error":..,"details":{"reason":..}}.

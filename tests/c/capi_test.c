@@ -91,6 +91,7 @@ static const char *const kKeys[][2] = {
     {"retry_status", "408,425,500,502,504"},
     {"min_throughput", "16k"},
     {"response_timeout", "20"},
+    {"expect_continue_bytes", "128k"},
     {"max_split_requests", "64"},
     {"window", "8"},
     {"max_inflight_bytes", "16m"},

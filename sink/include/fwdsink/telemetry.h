@@ -317,6 +317,7 @@ class JsonObject {
   COUNTER(bytes_sent, "Raw (uncompressed) chunk bytes per request, retries included.")       \
   COUNTER(bytes_acked, "Raw (uncompressed) bytes in the chunks acknowledged.")               \
   COUNTER(wire_bytes_sent, "Encoded request body bytes sent, retries included.")             \
+  COUNTER(bodies_withheld, "Request bodies not sent: the answer came before 100 Continue.")  \
   COUNTER(status_429, "Responses with HTTP 429.")                                            \
   COUNTER(status_503, "Responses with HTTP 503.")                                            \
   COUNTER(other_5xx, "Responses with a 5xx status other than 503.")                          \

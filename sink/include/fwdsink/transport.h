@@ -85,6 +85,12 @@ struct TransportOptions {
   // Bytes read and discarded past the prefix so the connection can be reused; a longer
   // body closes the connection instead of being read to the end.
   std::size_t drain_limit_bytes = 1 << 20;
+  // A request body of at least this many bytes is sent with "Expect: 100-continue": the
+  // body goes after the server's 100 Continue, or after 1 s without an answer (a server
+  // may ignore the header); a final response that comes first (429, 503, 413, 401) is
+  // the answer, the body is never sent and the connection is closed. 0: never.
+  // @ref LLP 0017#expect-continue
+  std::uint64_t expect_continue_bytes = 64 * 1024;
 };
 
 enum class TransportError {
@@ -121,6 +127,9 @@ struct TransportResult {
   TransportError error = TransportError::kNone;
   std::string message;    // why, for an operator (empty on success)
   HttpResponse response;  // meaningful when error == kNone
+  // The server answered before 100 Continue, so the body was never sent
+  // (TransportOptions::expect_continue_bytes).
+  bool body_withheld = false;
 };
 
 // Per-request limits from the caller.

@@ -207,7 +207,6 @@ Attempt::Step Attempt::Post() {
   Add(Entry().counters.chunks_sent);
   Add(c.rows_sent, request_.range.rows);
   Add(c.bytes_sent, request_.body.size());
-  Add(c.wire_bytes_sent, request_.wire->size());
   return Step{.kind = Step::Kind::kPost};
 }
 
@@ -237,6 +236,12 @@ Answer Attempt::Describe() const {
 
 Attempt::Step Attempt::Answered(TransportResult result, std::chrono::microseconds round_trip) {
   last_ = std::move(result);
+  // Counted once the transport says whether the body went. @ref LLP 0017#expect-continue
+  if (last_.body_withheld) {
+    Add(core_.counters.bodies_withheld);
+  } else {
+    Add(core_.counters.wire_bytes_sent, request_.wire->size());
+  }
   Answer answer = Describe();
   Verdict verdict = Classify(answer, core_.options.responses);
   if (core_.stop.stop_requested()) return Done({.kind = End::Kind::kAborted});

@@ -51,6 +51,7 @@ void ResponseHeadScanner::EndLine() {
   // @ref LLP 0023#interim-responses — a 1xx says nothing about the request's outcome.
   if (status_ >= 100 && status_ < 200 && status_ != 101) {
     ++interim_;
+    if (status_ == 100) continued_ = true;
     head_.clear();
     line_start_ = 0;
     status_ = 0;

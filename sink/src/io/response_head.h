@@ -40,6 +40,8 @@ class ResponseHeadScanner {
   [[nodiscard]] const std::string& final_head() const { return head_; }
   // Interim (1xx) responses skipped so far.
   [[nodiscard]] std::size_t interim() const { return interim_; }
+  // Whether one of them was a "100 Continue" (the server asks for the request's body).
+  [[nodiscard]] bool continued() const { return continued_; }
   // Bytes taken in all: never more than the limit.
   [[nodiscard]] std::size_t taken() const { return taken_; }
 
@@ -53,6 +55,7 @@ class ResponseHeadScanner {
   std::size_t line_start_ = 0;  // where the current line starts in head_
   int status_ = 0;              // the current head's status, 0 until its first line
   std::size_t interim_ = 0;
+  bool continued_ = false;
   std::size_t taken_ = 0;
 };
 

@@ -98,6 +98,10 @@ class SocketHandle {
 
 using SteadyTime = std::chrono::steady_clock::time_point;
 
+// How long a request with "Expect: 100-continue" waits for 100 Continue before its body
+// goes anyway (a server may ignore the header): curl's default. @ref LLP 0017#expect-continue
+constexpr std::chrono::milliseconds kContinueWait = std::chrono::seconds{1};
+
 // The two deadlines of one request. @ref LLP 0023#deadlines
 struct RequestDeadlines {
   SteadyTime headers;  // status line and headers in by then
@@ -197,7 +201,7 @@ class HttplibTransport final : public HttpTransport {
         // @ref LLP 0023#response-heads — 1xx skipped, heads bounded.
         client_(internal::MakeHeadFilterClient(ep_.scheme == "https", ep_.host, ep_.port,
                                                opt_.client_cert_file, opt_.client_key_file,
-                                               head_)) {
+                                               kContinueWait, head_)) {
     client_->set_keep_alive(true);
     client_->set_tcp_nodelay(true);
     client_->set_connection_timeout(opt_.connect_timeout);
@@ -244,6 +248,10 @@ class HttplibTransport final : public HttpTransport {
       req.path += query_param;
     }
     for (const auto& [k, v] : headers) req.headers.emplace(k, v);
+    // @ref LLP 0017#expect-continue — a refusal then costs the head, not the body.
+    if (opt_.expect_continue_bytes > 0 && body.size() >= opt_.expect_continue_bytes) {
+      req.headers.emplace("Expect", "100-continue");
+    }
     req.body.swap(body);  // zero-copy; swapped back below
 
     HttpResponse& r = out.response;
@@ -273,6 +281,10 @@ class HttplibTransport final : public HttpTransport {
     const std::optional<std::string_view> late = watchdog_.Disarm();
     body.swap(req.body);
     if (late && !ok) client_->stop();  // make sure the abandoned connection is closed
+    // The server answered without reading a body cpp-httplib believes it sent: the
+    // connection cannot carry another request. @ref LLP 0017#expect-continue
+    out.body_withheld = head_.body_withheld;
+    if (head_.body_withheld) client_->stop();
     if (!client_->is_socket_open()) socket_.Release();
 
     if (head_.too_large) return HeadersTooLarge();
@@ -311,7 +323,10 @@ class HttplibTransport final : public HttpTransport {
   }
 
   static TransportResult Closed() {
-    return {.error = TransportError::kAborted, .message = "transport closed", .response = {}};
+    return {.error = TransportError::kAborted,
+            .message = "transport closed",
+            .response = {},
+            .body_withheld = false};
   }
 
   // A request cut off by its deadline (@ref LLP 0023#deadlines).

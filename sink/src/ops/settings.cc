@@ -347,6 +347,15 @@ const Row kRows[] = {
    [](std::string_view v, SinkSettings& s) {
      return PositiveDuration(v, s.driver.forward.transport.response_timeout);
    }},
+  // @ref LLP 0017#expect-continue
+  {{"expect_continue_bytes", "N", "bodies of N bytes or more wait for 100 Continue (0: never)",
+    false, false, false, false, "64k"},
+   [](std::string_view v, SinkSettings& s) {
+     const auto n = ParseSize(v);
+     if (!n) return Bad(Quoted(v) + " is " + SizeProblem(v));
+     s.driver.forward.transport.expect_continue_bytes = *n;
+     return OkStatus();
+   }},
   // @ref LLP 0014#window
   {{"window", "N", "chunks of one partition in flight at once (1: in order at the server)",
     false, false, false, false, "16"},
@@ -451,6 +460,7 @@ constexpr std::pair<std::string_view, std::string_view> kFieldKeys[] = {
     {"forward.transport.proxy", "proxy"},
     {"forward.transport.min_throughput_bytes_per_s", "min_throughput"},
     {"forward.transport.response_timeout", "response_timeout"},
+    {"forward.transport.expect_continue_bytes", "expect_continue_bytes"},
     {"forward.max_split_requests", "max_split_requests"},
     {"forward.window", "window"},
     {"forward.max_inflight_bytes", "max_inflight_bytes"},
