@@ -125,16 +125,21 @@ bool Driver::Impl::ResumePacks(TickReport& report) {
   return settled;
 }
 
-std::vector<ReadyPartition> Driver::Impl::SendPacks(const std::vector<ReadyPartition>& ready,
+std::vector<ReadyPartition> Driver::Impl::SendPacks(const std::vector<ReadyPartition>& scanned,
                                                     TickReport& report) {
+  // What ResumePacks settled is no longer the scan's.
+  std::vector<ReadyPartition> ready;
+  for (const ReadyPartition& p : scanned) {
+    if (!pack_settled.contains(p.name)) ready.push_back(p);
+  }
   const std::uint64_t chunk = options.forward.chunker.chunk_bytes;
   const std::uint64_t below = options.pack_below.value_or(chunk / 2);
+  if (below == 0) return ready;  // --pack-below 0: every partition alone, as before
   std::vector<bool> packable(ready.size(), false);
-  for (std::size_t i = 0; below > 0 && i < ready.size(); ++i) {
+  for (std::size_t i = 0; i < ready.size(); ++i) {
     const ReadyPartition& p = ready[i];
     // A partition with a cursor (partly sent, or failing alone) is sent as before.
     packable[i] = p.size > 0 && p.size < below && !pack_alone.contains(p.name) &&
-                  !pack_settled.contains(p.name) &&
                   spool.LoadCursor(p.name).status == CursorStatus::kMissing;
   }
   const auto items = internal::ChoosePacks(
@@ -156,9 +161,7 @@ std::vector<ReadyPartition> Driver::Impl::SendPacks(const std::vector<ReadyParti
         now_ns - members.front().mtime_ns < std::chrono::nanoseconds(options.pack_linger).count();
     if (item.open && young) continue;
     if (!item.pack || members.size() < 2) {
-      for (std::size_t i : item.members) {
-        if (!pack_settled.contains(ready[i].name)) alone.push_back(ready[i]);
-      }
+      for (std::size_t i : item.members) alone.push_back(ready[i]);
       continue;
     }
     packs.push_back(std::move(members));
