@@ -31,8 +31,8 @@ struct PackResult {
   // the pack's.
   ForwardResult result;
   // A member that is not as the manifest says (nothing was sent): its index and why,
-  // "changed" (size or mtime differ), "gone" (no such file) or "torn" (no '\n' at its
-  // end, or unreadable).
+  // "grew" (larger: rows appended), "changed" (other size or mtime), "gone" (no such
+  // file) or "torn" (no '\n' at its end, or unreadable).
   std::optional<std::size_t> bad_member;
   std::string bad_reason;
   // The server refused the pack's data (413, or a 400/422 for its rows): nothing of it

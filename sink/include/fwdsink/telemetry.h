@@ -133,9 +133,10 @@ enum class LogLevel { kDebug, kInfo, kWarn, kError };
      was sent), end (its size now), message. */                                           \
   EVENT(kDriverHandoverChanged, "driver.handover_changed", kWarn)                         \
   /* A pack's manifest was resolved without a member: it changed since the manifest       \
-     was written (moved to quarantine/), it is gone, or it is torn (sent alone). The      \
-     rest goes under a new key. Fields: partition (the member), key (the new pack's),     \
-     reason ("changed" | "gone" | "torn"), end (members left), message (both keys).       \
+     was written (moved to quarantine/), it is gone, or it grew or is torn (sent          \
+     alone). The rest goes under a new key. Fields: partition (the member), key (the      \
+     new pack's), reason ("changed" | "grew" | "gone" | "torn"), end (members left),      \
+     message (both keys).                                                                 \
      @ref LLP 0027#changed */                                                             \
   EVENT(kDriverPackResolved, "driver.pack_resolved", kWarn)                               \
   /* An unacknowledged pack manifest found at start is sent again, unchanged, before      \

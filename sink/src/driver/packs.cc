@@ -272,10 +272,10 @@ bool Driver::Impl::DeliverPack(PackManifest& m, TickReport& report) {
   return true;
 }
 
-// A member not as its manifest says: changed ones go to quarantine/, torn ones are sent
-// alone, gone ones are gone; the rest is a new pack under a new key, written before the
-// old manifest goes (a crash in between resolves the old one again to the same new
-// one). @ref LLP 0027#changed
+// A member not as its manifest says: changed ones go to quarantine/, grown and torn
+// ones are sent alone (LLP 0023#handover keeps appended rows), gone ones are gone; the rest is a
+// new pack under a new key, written before the old manifest goes (a crash in between resolves the
+// old one again to the same new one). @ref LLP 0027#changed
 std::optional<PackManifest> Driver::Impl::ResolvePack(const PackManifest& m, std::size_t bad,
                                                       const std::string& reason,
                                                       TickReport& report) {
@@ -292,7 +292,7 @@ std::optional<PackManifest> Driver::Impl::ResolvePack(const PackManifest& m, std
     message += "; moved to " + moved->string();
     counters.handover_changed.fetch_add(1, std::memory_order_relaxed);
     report.quarantined += 1;
-  } else if (reason == "torn") {
+  } else if (reason == "torn" || reason == "grew") {
     pack_alone.insert(name);
     message += "; sent alone";
   }

@@ -31,7 +31,7 @@ void Add(std::atomic<std::uint64_t>& counter, std::uint64_t n = 1) {
 }
 
 // Appends the whole of `m` to `body` if it is still the file its manifest names; returns
-// why not otherwise ("gone", "changed", "torn").
+// why not otherwise ("gone", "grew", "changed", "torn").
 std::string_view ReadMember(const PackMember& m, std::string& body) {
   const int fd = ::open(m.path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) return errno == ENOENT ? "gone" : "torn";
@@ -43,6 +43,9 @@ std::string_view ReadMember(const PackMember& m, std::string& body) {
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return "torn";
   const std::int64_t mtime =
       static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+  // Grown: rows appended after hand-over (sent alone, as LLP 0023#handover keeps them);
+  // anything else is a rewrite.
+  if (static_cast<std::uint64_t>(st.st_size) > m.size) return "grew";
   if (static_cast<std::uint64_t>(st.st_size) != m.size || mtime != m.mtime_ns) return "changed";
   const std::size_t start = body.size();
   body.resize(start + m.size);
