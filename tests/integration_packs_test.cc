@@ -195,7 +195,7 @@ namespace {
 // manifest is on disk (a pack about to leave or on the wire); a short random time after
 // start (scanning, choosing, delivering).
 void Storm(const std::string& tag, const std::vector<std::string>& extra, int kills,
-           std::size_t min_requests) {
+           std::size_t min_requests, bool work_left) {
   const fs::path dir = CentralProcess::ScratchDir(tag);
   const fs::path spool = dir / "spool";
   CentralProcess central(dir / "central");
@@ -226,7 +226,8 @@ void Storm(const std::string& tag, const std::vector<std::string>& extra, int ki
     landed += *code == 128 + SIGKILL;
   }
   CHECK(landed >= 20);
-  CHECK(central.received_rows().size() < input.size());  // the kills left work to do
+  // Packs: the kills left work to do (one request per partition may drain meanwhile).
+  if (work_left) CHECK(central.received_rows().size() < input.size());
   Finish(dir, args);
   CHECK(central.Stats()["requests"].get<std::size_t>() >= min_requests);
   CheckExactlyOnceAndDrained(central, spool, input);
@@ -238,10 +239,11 @@ void Storm(const std::string& tag, const std::vector<std::string>& extra, int ki
 }  // namespace
 
 TEST_CASE("A SIGKILL storm over 5,000 small partitions in packs: every row exactly once") {
-  Storm("packs_storm", {"--chunk-bytes", "64k"}, 24, 1);
+  Storm("packs_storm", {"--chunk-bytes", "64k"}, 24, 1, true);
 }
 
 // Twin: the same storm with packing off still passes (one request per partition).
 TEST_CASE("The same storm with --pack-below 0: every row exactly once") {
-  Storm("packs_storm_off", {"--chunk-bytes", "64k", "--pack-below", "0"}, 24, 5000);
+  Storm("packs_storm_off", {"--chunk-bytes", "64k", "--pack-below", "0"}, 20, kStormPartitions,
+        false);
 }

@@ -54,7 +54,7 @@ struct PackManifest {
 // Marks it acknowledged, durably (rename .pack -> .acked, fsync of packs/).
 [[nodiscard]] Status MarkManifestAcked(const std::filesystem::path& spool_dir,
                                        PackManifest& manifest);
-// Removes it (either state), durably. Gone already is OK.
+// Removes it (either state; no fsync: settling it again is harmless). Gone is OK.
 [[nodiscard]] Status RemoveManifest(const std::filesystem::path& spool_dir,
                                     const PackManifest& manifest);
 

@@ -125,30 +125,29 @@ bool Driver::Impl::ResumePacks(TickReport& report) {
   return settled;
 }
 
-std::vector<ReadyPartition> Driver::Impl::SendPacks(const std::vector<ReadyPartition>& scanned,
-                                                    TickReport& report) {
-  // What ResumePacks settled is no longer the scan's.
-  std::vector<ReadyPartition> ready;
-  for (const ReadyPartition& p : scanned) {
-    if (!pack_settled.contains(p.name)) ready.push_back(p);
-  }
+namespace {
+
+// The choice of one tick: packs of members as they are now (stat), and the partitions to
+// send alone; a run pack_linger holds back is in neither.
+struct Chosen {
+  std::vector<std::vector<ManifestMember>> packs;
+  std::vector<ReadyPartition> alone;
+};
+
+Chosen Choose(const Spool& spool, const DriverOptions& options, const std::set<std::string>& alone,
+              std::int64_t now_ns, const std::vector<ReadyPartition>& ready) {
   const std::uint64_t chunk = options.forward.chunker.chunk_bytes;
   const std::uint64_t below = options.pack_below.value_or(chunk / 2);
-  if (below == 0) return ready;  // --pack-below 0: every partition alone, as before
   std::vector<bool> packable(ready.size(), false);
   for (std::size_t i = 0; i < ready.size(); ++i) {
     const ReadyPartition& p = ready[i];
     // A partition with a cursor (partly sent, or failing alone) is sent as before.
-    packable[i] = p.size > 0 && p.size < below && !pack_alone.contains(p.name) &&
+    packable[i] = p.size > 0 && p.size < below && !alone.contains(p.name) &&
                   spool.LoadCursor(p.name).status == CursorStatus::kMissing;
   }
   const auto items = internal::ChoosePacks(
       ready, packable, {.max_bytes = chunk, .max_header_bytes = kMaxMembersHeaderBytes});
-  std::vector<ReadyPartition> alone;
-  std::vector<std::vector<ManifestMember>> packs;
-  const auto now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
-                          deps.time->SystemNow().time_since_epoch())
-                          .count();
+  Chosen out;
   for (const internal::PackItem& item : items) {
     std::vector<ManifestMember> members;
     for (std::size_t i : item.members) {
@@ -161,18 +160,36 @@ std::vector<ReadyPartition> Driver::Impl::SendPacks(const std::vector<ReadyParti
         now_ns - members.front().mtime_ns < std::chrono::nanoseconds(options.pack_linger).count();
     if (item.open && young) continue;
     if (!item.pack || members.size() < 2) {
-      for (std::size_t i : item.members) alone.push_back(ready[i]);
+      for (std::size_t i : item.members) out.alone.push_back(ready[i]);
       continue;
     }
-    packs.push_back(std::move(members));
+    out.packs.push_back(std::move(members));
   }
-  if (packs.empty()) return alone;
+  return out;
+}
+
+}  // namespace
+
+std::vector<ReadyPartition> Driver::Impl::SendPacks(const std::vector<ReadyPartition>& scanned,
+                                                    TickReport& report) {
+  // What ResumePacks settled is no longer the scan's.
+  std::vector<ReadyPartition> ready;
+  for (const ReadyPartition& p : scanned) {
+    if (!pack_settled.contains(p.name)) ready.push_back(p);
+  }
+  // --pack-below 0: every partition alone, as before.
+  if (options.pack_below == std::optional<std::uint64_t>(0)) return ready;
+  const auto now_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                          deps.time->SystemNow().time_since_epoch())
+                          .count();
+  Chosen chosen = Choose(spool, options, pack_alone, now_ns, ready);
+  if (chosen.packs.empty()) return std::move(chosen.alone);
   Lane& lane = lanes.front();
   if (!lane.slot->Acquire(stop.get_token())) {
     report.aborted = true;
     return {};
   }
-  for (std::vector<ManifestMember>& members : packs) {
+  for (std::vector<ManifestMember>& members : chosen.packs) {
     if (stop_tick.load() || stop.stop_requested()) break;
     report.partitions += members.size();
     PackManifest m = MakeManifest(std::move(members));
@@ -187,7 +204,7 @@ std::vector<ReadyPartition> Driver::Impl::SendPacks(const std::vector<ReadyParti
   lane.slot->Release();
   // An endpoint-wide stop (auth, TLS, config, Close) ends the tick here.
   if (stop_tick.load() || report.aborted) return {};
-  return alone;
+  return std::move(chosen.alone);
 }
 
 bool Driver::Impl::RunPack(Lane& lane, PackManifest m, TickReport& report) {

@@ -58,11 +58,14 @@ Result<ManifestMember> DecodeMember(std::string_view line) {
   return m;
 }
 
-Status RemoveDurably(const fs::path& path) {
+// No fsync: a removal lost to a power cut brings the manifest back, and settling it
+// again is harmless (an acknowledged one finds its members gone, an unacknowledged one is
+// re-sent under its key or refused the same way). @ref LLP 0027#delivery
+Status Remove(const fs::path& path) {
   std::error_code ec;
   fs::remove(path, ec);
   if (ec) return spool_io::IoError("cannot remove", path, ec);
-  return spool_io::FsyncDir(path.parent_path());
+  return OkStatus();
 }
 
 }  // namespace
@@ -149,12 +152,14 @@ Status MarkManifestAcked(const fs::path& spool_dir, PackManifest& manifest) {
   if (ec) return spool_io::IoError("cannot mark acknowledged", from, ec);
   manifest.acked = true;
   manifest.path = to;
+  // Durable before any member goes: a power cut that kept some unlinks but lost this
+  // rename would send the rest under a new key. @ref LLP 0027#delivery
   return spool_io::FsyncDir(to.parent_path());
 }
 
 Status RemoveManifest(const fs::path& spool_dir, const PackManifest& manifest) {
   const fs::path path = PathOf(spool_dir, manifest, manifest.acked);
-  return RemoveDurably(path);
+  return Remove(path);
 }
 
 Result<ManifestScan> ListPackManifests(const fs::path& spool_dir) {
