@@ -96,6 +96,9 @@ std::vector<std::string> SmallPartitions(const fs::path& spool, std::size_t n) {
 }
 
 constexpr std::size_t kStormPartitions = 5000;
+// The twin sends one request and one fsync of ready/ per partition: 5,000 of them took
+// 160 s on the shared machine, 2,000 keep it near a minute.
+constexpr std::size_t kTwinPartitions = 2000;
 
 // Runs `args` --once until a pass exits 0.
 void Finish(const fs::path& dir, std::vector<std::string> args) {
@@ -194,14 +197,14 @@ namespace {
 // Kill points cycle: once the receiver accepted one or two more requests; once a
 // manifest is on disk (a pack about to leave or on the wire); a short random time after
 // start (scanning, choosing, delivering).
-void Storm(const std::string& tag, const std::vector<std::string>& extra, int kills,
-           std::size_t min_requests, bool work_left) {
+void Storm(const std::string& tag, const std::vector<std::string>& extra, std::size_t partitions,
+           int kills, bool work_left) {
   const fs::path dir = CentralProcess::ScratchDir(tag);
   const fs::path spool = dir / "spool";
   CentralProcess central(dir / "central");
   REQUIRE(central.Start({"--rate", "150000", "--burst", "65536"}));
-  const auto input = SmallPartitions(spool, kStormPartitions);
-  REQUIRE(CountFiles(spool / "ready") == kStormPartitions);
+  const auto input = SmallPartitions(spool, partitions);
+  REQUIRE(CountFiles(spool / "ready") == partitions);
   const auto args = ForwardArgs(spool, central, extra);
   int landed = 0;  // kills that found the daemon still forwarding
   for (int i = 0; i < kills; ++i) {
@@ -209,15 +212,17 @@ void Storm(const std::string& tag, const std::vector<std::string>& extra, int ki
     const auto before = central.Stats()["accepted_chunks"].get<std::size_t>();
     DaemonProcess run(dir, "run" + std::to_string(i), args);
     REQUIRE(run.started());
+    // Every wait also ends once ready/ is empty (a drained spool accepts nothing more).
+    const auto accepted = [&](std::size_t n) {
+      return CountFiles(spool / "ready") == 0 ||
+             central.Stats()["accepted_chunks"].get<std::size_t>() >= before + n;
+    };
     switch (i % 3) {
-      case 0:
+      case 0: (void)WaitFor([&] { return accepted(1 + i % 2); }, 20s); break;
+      case 1:  // packing off has no manifest: the first accepted request instead
         (void)WaitFor(
-            [&] {
-              return central.Stats()["accepted_chunks"].get<std::size_t>() >= before + 1 + i % 2;
-            },
-            20s);
+            [&] { return work_left ? CountFiles(spool / "packs", ".pack") > 0 : accepted(1); }, 5s);
         break;
-      case 1: (void)WaitFor([&] { return CountFiles(spool / "packs", ".pack") > 0; }, 5s); break;
       default: std::this_thread::sleep_for(std::chrono::milliseconds(20 + (i * 37) % 180));
     }
     run.Signal(SIGKILL);
@@ -229,7 +234,9 @@ void Storm(const std::string& tag, const std::vector<std::string>& extra, int ki
   // Packs: the kills left work to do (one request per partition may drain meanwhile).
   if (work_left) CHECK(central.received_rows().size() < input.size());
   Finish(dir, args);
-  CHECK(central.Stats()["requests"].get<std::size_t>() >= min_requests);
+  // Packs: far fewer requests than partitions; packing off: at least one each.
+  const auto requests = central.Stats()["requests"].get<std::size_t>();
+  CHECK((work_left ? requests < partitions / 10 : requests >= partitions));
   CheckExactlyOnceAndDrained(central, spool, input);
   CHECK(DotFiles(spool / "ready") == 0);
   CHECK(DotFiles(spool / "state") == 0);
@@ -239,11 +246,11 @@ void Storm(const std::string& tag, const std::vector<std::string>& extra, int ki
 }  // namespace
 
 TEST_CASE("A SIGKILL storm over 5,000 small partitions in packs: every row exactly once") {
-  Storm("packs_storm", {"--chunk-bytes", "64k"}, 24, 1, true);
+  Storm("packs_storm", {"--chunk-bytes", "64k"}, kStormPartitions, 24, true);
 }
 
 // Twin: the same storm with packing off still passes (one request per partition).
-TEST_CASE("The same storm with --pack-below 0: every row exactly once") {
-  Storm("packs_storm_off", {"--chunk-bytes", "64k", "--pack-below", "0"}, 20, kStormPartitions,
+TEST_CASE("The same storm with --pack-below 0 (2,000 partitions): every row exactly once") {
+  Storm("packs_storm_off", {"--chunk-bytes", "64k", "--pack-below", "0"}, kTwinPartitions, 20,
         false);
 }
