@@ -427,6 +427,8 @@ int RunForward(const ForwardConfig& config) {
     }
     deps.tokens = fwdsink::FileTokenProvider(*config.token_file);
   }
+  // One pass sends what is ready now: no pack waits for partitions. @ref LLP 0027#choice
+  if (config.daemon.once) options.pack_linger = std::chrono::milliseconds::zero();
   fwdsink::Result<std::unique_ptr<fwdsink::Driver>> created =
       fwdsink::Driver::Create(std::move(options), std::move(deps));
   if (!created.ok()) {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "commands.h"
+#include "fwdsink/pack_manifest.h"
 #include "fwdsink/read_file.h"
 #include "fwdsink/spool.h"
 #include "fwdsink/spool_stats.h"
@@ -54,7 +55,8 @@ struct Snapshot {
   DeadGroups dead;
   std::uint64_t dead_total = 0;
   std::vector<std::string> dead_unreadable;
-  std::optional<std::string> last_error;  // JSON text
+  std::optional<std::string> last_error;     // JSON text
+  std::vector<fwdsink::PackManifest> packs;  // manifests in flight @ref LLP 0027#manifest
 };
 
 std::string Iso(SysTime t) { return fwdsink::FormatRfc3339(t, fwdsink::TimePrecision::kSeconds); }
@@ -109,6 +111,8 @@ fwdsink::Status Collect(Snapshot& s, SysTime now) {
   }
   auto last = fwdsink::ReadLastError(s.spool);
   if (last) s.last_error = *last;
+  auto packs = fwdsink::ListPackManifests(s.spool);
+  if (packs) s.packs = std::move(packs->manifests);
   ReadLockPid(s);
   return {};
 }
@@ -145,7 +149,16 @@ std::string JsonText(const Snapshot& s, SysTime now) {
   fwdsink::JsonObject out;
   out.Add("spool", s.spool.string());
   if (s.lock_pid) out.Add("lock_pid", *s.lock_pid).Add("lock_pid_alive", s.lock_pid_alive);
-  out.Add("backlog", backlog).Add("partitions", parts).Add("dead", dead_obj);
+  std::vector<fwdsink::JsonObject> packs;
+  for (const fwdsink::PackManifest& m : s.packs) {
+    fwdsink::JsonObject p;
+    std::vector<std::string> names;
+    for (const fwdsink::ManifestMember& x : m.members) names.push_back(x.name);
+    packs.push_back(
+        p.Add("key", m.key).Add("state", m.acked ? "acknowledged" : "sent").Add("members", names));
+  }
+  out.Add("backlog", backlog).Add("partitions", parts).Add("packs_in_flight", packs);
+  out.Add("dead", dead_obj);
   std::string text = out.Dump();
   // last_error is already JSON: splice it in as an object (or null), not as a string.
   nlohmann::ordered_json j = nlohmann::ordered_json::parse(text);
@@ -203,6 +216,10 @@ void PrintScreen(const Snapshot& s, SysTime now) {
   }
   std::printf("\n");
   PrintPartitions(s);
+  for (const fwdsink::PackManifest& m : s.packs) {
+    std::printf("pack in flight: %s (%zu partitions, %s)\n", m.key.c_str(), m.members.size(),
+                m.acked ? "acknowledged, members being removed" : "sent, not yet acknowledged");
+  }
   std::printf("dead letters: %llu (%s)\n", static_cast<unsigned long long>(s.dead_total),
               HumanBytes(s.usage.dead_bytes).c_str());
   if (!s.dead.empty())

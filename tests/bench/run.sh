@@ -551,7 +551,7 @@ if want 7; then
   total=$("$gen" spool "$tmpl" --partitions "$MANY_PARTS" --rows "$MANY_ROWS" --seed 7)
   find "$tmpl/ready" -name '*.ndjson' | sort | xargs cat >"$work/data/one.ndjson"
   bytes=$(stat -c %s "$work/data/one.ndjson")
-  many=() one=()
+  many=() one=() off=()
   for ((i = 1; i <= MANY_RUNS; i++)); do
     d=$work/f7-$i
     start_central "$d/c-many"
@@ -564,7 +564,12 @@ if want 7; then
     forward "$d/one.time" "$d/one"
     check_rows "$total"; stop_central
     one+=("$(awk '{print $1}' "$d/one.time")")
-    log "fig7 run $i: $MANY_PARTS partitions ${many[-1]} s, one partition ${one[-1]} s"
+    start_central "$d/c-off"
+    mkdir -p "$d/off"; cp -a --reflink=auto "$tmpl/ready" "$d/off/ready"
+    forward "$d/off.time" "$d/off" --pack-below 0
+    check_rows "$total"; stop_central
+    off+=("$(awk '{print $1}' "$d/off.time")")
+    log "fig7 run $i: $MANY_PARTS partitions ${many[-1]} s (--pack-below 0: ${off[-1]} s), one partition ${one[-1]} s"
     rm -rf "$d"
   done
   m=$(median "${many[@]}"); b=$(median "${one[@]}"); r=$(calc "$m / $b" 1)
@@ -587,7 +592,9 @@ if want 7; then
     where="syscall time: $top; ${where%, }"
     log "strace -c of a $STRACE_PARTS-partition run:"; head -15 "$work/strace.txt" >&2
   fi
-  row "7. $MANY_PARTS partitions x $MANY_ROWS rows vs 1 partition ($(human "$bytes"))" "$m s" "$b s" "${r}x" "info" "$where"
+  row "7. $MANY_PARTS partitions x $MANY_ROWS rows vs 1 partition ($(human "$bytes")), packs" "$m s" "$b s" "${r}x" "≤ 2x" "$(met "$r" '<=' 2)"
+  mo=$(median "${off[@]}")
+  row "7a. same, --pack-below 0 (one request per partition)" "$mo s" "$b s" "$(calc "$mo / $b" 1)x" "info" "$where"
 fi
 
 # ---- Figure 8: a real peer, syslog-ng's http() destination.
@@ -1186,6 +1193,7 @@ make_parts() {
 # wan_run TAG DELAY_MS CONCURRENCY [CHUNK] [PROXY] -> wan_wall; every row exactly once, or
 # it dies. PROXY=1 goes through the delay proxy even at 0 ms (the baseline of 13b/e/f:
 # the proxy's own cost is then in both).
+WAN_EXTRA=()  # extra daemon flags of wan_run (figure 7c: --pack-below 0)
 wan_run() {
   local tag=$1 delay=$2 conc=$3 chunk=${4:-$CHUNK} via=${5:-0} d=$work/$1
   start_central "$d/central"
@@ -1201,7 +1209,7 @@ wan_run() {
   new_spool "$d/spool" $parts
   local t0 rc=0; t0=$(date +%s.%N)
   "$daemon" forward --spool "$d/spool" --url "http://127.0.0.1:$target/ingest" --once \
-            --chunk-bytes "$chunk" --concurrency "$conc" "${FW_EXTRA[@]}" 2>"$d/daemon.log" || rc=$?
+            --chunk-bytes "$chunk" --concurrency "$conc" "${FW_EXTRA[@]}" "${WAN_EXTRA[@]}" 2>"$d/daemon.log" || rc=$?
   wan_wall=$(calc "$(date +%s.%N) - $t0" 2)
   [[ -n $proxy_pid ]] && { kill "$proxy_pid" 2>/dev/null; wait "$proxy_pid" 2>/dev/null || true; }
   ((rc == 0)) || die "$tag: fwdsink exited $rc: $(tail -3 "$d/daemon.log")"
@@ -1268,6 +1276,25 @@ if want 13; then
   row "13d. one $big partition, 100 ms added RTT: drain, --chunk-bytes 8m" "$m8 s" "$wr_delay s (1 MiB chunks)" \
       "$(calc "$m8 / $wr_delay")x" "info" "-"
   rm -f "$file"
+fi
+
+
+# ---- Figure 7c: 1,000 partitions of 10 rows at 100 ms added RTT (the delay proxy):
+# drain with packs, and with --pack-below 0. @ref LLP 0027
+if want 7c; then
+  tmpl=$work/data/small1k
+  parts_rows=$("$gen" spool "$tmpl" --partitions 1000 --rows 10 --seed 71)
+  parts=$(find "$tmpl/ready" -name '*.ndjson' | sort)
+  c=() c0=()
+  for ((i = 1; i <= runs; i++)); do
+    WAN_EXTRA=(); wan_run "f7c-packs-$i" "$WAN_DELAY_MS" adaptive; c+=("$wan_wall")
+    WAN_EXTRA=(--pack-below 0); wan_run "f7c-off-$i" "$WAN_DELAY_MS" adaptive; c0+=("$wan_wall")
+  done
+  WAN_EXTRA=()
+  mc=$(median "${c[@]}") mc0=$(median "${c0[@]}")
+  row "7c. 1,000 partitions x 10 rows at 100 ms added RTT: drain, packs" "$mc s" "$mc0 s (--pack-below 0)" \
+      "$(calc "$mc / $mc0")x" "≤ 3 s" "$(met "$mc" '<=' 3)"
+  rm -rf "$tmpl"
 fi
 
 if want 14 && { ((smoke == 0)) || [[ -n $only ]]; }; then

@@ -36,6 +36,13 @@ struct DriverOptions {
   // Caps on dead/, enforced at the start of every tick (oldest deleted first, each with
   // a driver.dead_purged event). Default: none. @ref LLP 0025#caps
   DeadCaps dead_caps{};
+  // Ready partitions smaller than this many bytes (with no cursor) are sent several to a
+  // request, consecutive ones up to forward.chunker.chunk_bytes, under a durable
+  // manifest. nullopt: half of chunk_bytes; 0: off. @ref LLP 0027
+  std::optional<std::uint64_t> pack_below{};
+  // Waits up to this long (from the oldest member's seal) for more small partitions
+  // before sending a pack that is not full; 0: pack what is ready now.
+  std::chrono::milliseconds pack_linger{0};
 };
 
 // Checks the options; returns OK, or a kInvalidConfig status naming the bad field

@@ -116,7 +116,9 @@ struct ForwardOptions {
 // Returns every endpoint URL in order: url, then fallback_urls.
 [[nodiscard]] std::vector<std::string> EndpointUrls(const ForwardOptions& options);
 
-class Endpoints;  // fwdsink/endpoints.h
+class Endpoints;    // fwdsink/endpoints.h
+struct PackMember;  // fwdsink/forward_pack.h
+struct PackResult;
 
 // Supplies bearer tokens. Called with force_refresh=false before the first request and
 // with true after a 401; returns nullopt when no token is available. Called on the
@@ -370,6 +372,12 @@ class ForwardSink {
                                                const ForwardStart& start, const AckCallback& on_ack,
                                                const PoisonCallback& on_poison = {});
 
+  // Sends `members` (whole partitions, as their manifest recorded them) as one request
+  // under `key`, with their own keys in an Idempotency-Members header. Nothing is sent
+  // when a member is not as recorded. Same threads as ForwardPartition(). @ref LLP 0027
+  [[nodiscard]] PackResult ForwardPack(const std::string& key,
+                                       const std::vector<PackMember>& members);
+
   // Aborts any pause or in-flight request at once, and all later work. Any thread.
   void Close();
   [[nodiscard]] bool closed() const;
@@ -393,8 +401,9 @@ class ForwardSink {
   [[nodiscard]] const ForwardOptions& options() const;
 
  private:
-  struct Impl;  // the transport, encoder, chunk buffers, read-ahead worker, token, state
-  class Call;   // one ForwardPartition call: chunks, their attempts, their conclusions
+  struct Impl;     // the transport, encoder, chunk buffers, read-ahead worker, token, state
+  class Call;      // one ForwardPartition call: chunks, their attempts, their conclusions
+  class PackCall;  // one ForwardPack call (pack_call.cc)
   explicit ForwardSink(std::unique_ptr<Impl> impl);
 
   std::unique_ptr<Impl> impl_;

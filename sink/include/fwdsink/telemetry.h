@@ -67,6 +67,10 @@ enum class LogLevel { kDebug, kInfo, kWarn, kError };
   EVENT(kForwardTlsError, "forward.tls_error", kError)                                    \
   /* A partition was delivered to its end. Fields: partition, end, message. */            \
   EVENT(kForwardDelivered, "forward.delivered", kInfo)                                    \
+  /* A pack of small partitions was acknowledged (each member then has its own            \
+     forward.delivered, its rows in the message). Fields: partition (the first            \
+     member), key (the pack's), begin (0), end (its members), message. @ref LLP 0027 */   \
+  EVENT(kForwardPackDelivered, "forward.pack_delivered", kInfo)                           \
   /* Close() cut a pause or a request short. Fields: partition, end (the cursor),         \
      message. */                                                                          \
   EVENT(kForwardAborted, "forward.aborted", kInfo)                                        \
@@ -128,6 +132,17 @@ enum class LogLevel { kDebug, kInfo, kWarn, kError };
      it is not removed. Fields: partition, reason ("grew" | "changed"), begin (what       \
      was sent), end (its size now), message. */                                           \
   EVENT(kDriverHandoverChanged, "driver.handover_changed", kWarn)                         \
+  /* A pack's manifest was resolved without a member: it changed since the manifest       \
+     was written (moved to quarantine/), it is gone, or it grew or is torn (sent          \
+     alone). The rest goes under a new key. Fields: partition (the member), key (the      \
+     new pack's), reason ("changed" | "grew" | "gone" | "torn"), end (members left),      \
+     message (both keys).                                                                 \
+     @ref LLP 0027#changed */                                                             \
+  EVENT(kDriverPackResolved, "driver.pack_resolved", kWarn)                               \
+  /* An unacknowledged pack manifest found at start is sent again, unchanged, before      \
+     anything else. Fields: partition (the first member), key, end (its members),         \
+     message. @ref LLP 0027#resume */                                                     \
+  EVENT(kDriverPackResumed, "driver.pack_resumed", kInfo)                                 \
   /* --profile clickhouse: the target table cannot deduplicate every retry (read at start \
      and on SIGHUP over the endpoint): its replicated_deduplication_window (or _seconds)  \
      is smaller than the retries need (reason "dedup_window_too_small"), or it is not a   \
@@ -334,6 +349,8 @@ class JsonObject {
   COUNTER(request_refusals,                                                                  \
           "Refusals blamed on the request, not the data (respooled, never dead-lettered).")  \
   COUNTER(partitions_delivered, "Partitions sent to their end and acknowledged.")            \
+  COUNTER(packs_sent, "Packs of small partitions acknowledged (one request each).")          \
+  COUNTER(partitions_packed, "Partitions delivered inside an acknowledged pack.")            \
   COUNTER(retried_4xx, "Responses with a 4xx listed in the retried statuses (408, 425).")    \
   COUNTER(engine_overload, "Refusals an engine profile reads as overload (ClickHouse 252).") \
   COUNTER(config_errors, "Refusals that name our configuration (unknown table, encoding).")  \

@@ -29,6 +29,9 @@ Status Validate(const DriverOptions& o) {
       return Status::Config("tick_pauses[" + std::to_string(i) + "]", "must be positive");
     }
   }
+  if (o.pack_linger < std::chrono::milliseconds::zero()) {
+    return Status::Config("pack_linger", "must not be negative");
+  }
   if (o.dead_caps.max_age && *o.dead_caps.max_age <= std::chrono::milliseconds::zero()) {
     return Status::Config("dead_caps.max_age", "must be positive");
   }
@@ -169,7 +172,9 @@ TickReport Driver::Impl::Tick() {
   }
   pass_errors = {};
   QuarantineRefused(scan->refused, report);
-  SendAll(scan->ready, report);
+  // Manifests left unacknowledged first, then packs, then the rest. @ref LLP 0027#resume
+  if (!ResumePacks(report)) return report;
+  SendAll(SendPacks(scan->ready, report), report);
   if (!report.aborted) ReportPermanentError(report);
   return report;
 }

@@ -17,7 +17,9 @@
 #include "driver/sender_slots.h"
 #include "fwdsink/concurrency.h"
 #include "fwdsink/driver.h"
+#include "fwdsink/forward_pack.h"
 #include "fwdsink/overload.h"
+#include "fwdsink/pack_manifest.h"
 #include "spool/cursor_writer.h"
 
 namespace fwdsink::internal {
@@ -128,6 +130,18 @@ struct Driver::Impl {
   void NotDurable(const ReadyPartition& p, std::string message, TickReport& report);
   // Enforces options.dead_caps. @ref LLP 0025#caps
   void PurgeDeadOverCaps();
+  // Packs of small partitions (packs.cc). @ref LLP 0027
+  // Settles the manifests an earlier tick or run left; false when one stays unsettled.
+  bool ResumePacks(TickReport& report);
+  // Sends the packs chosen from `ready`; returns the partitions to send alone.
+  std::vector<ReadyPartition> SendPacks(const std::vector<ReadyPartition>& ready,
+                                        TickReport& report);
+  // Runs a manifest to its end (delivered, resolved, unpacked); false when it stays.
+  bool RunPack(Lane& lane, PackManifest manifest, TickReport& report);
+  bool DeliverPack(PackManifest& manifest, TickReport& report);
+  std::optional<PackManifest> ResolvePack(const PackManifest& manifest, std::size_t bad,
+                                          const std::string& reason, TickReport& report);
+  bool UnpackAlone(Lane& lane, const PackManifest& manifest, TickReport& report);
 
   SpoolLock lock;  // first: held for the driver's whole life
   const DriverOptions options;
@@ -151,6 +165,8 @@ struct Driver::Impl {
   std::mutex report_mu;
   internal::PermanentErrorWatch pass_errors;  // guarded by report_mu; reset per tick
   std::set<std::string> unmovable;            // refused entries reported already (driver thread)
+  std::set<std::string> pack_settled;  // members ResumePacks handled this tick (driver thread)
+  std::set<std::string> pack_alone;    // refused in a pack or torn: sent alone (driver thread)
 };
 
 }  // namespace fwdsink

@@ -32,6 +32,7 @@ HeaderList RequestHeaders(const Request& request, const ForwardOptions& options,
   // No Content-Encoding at all without compression. @ref LLP 0017#no-identity
   if (!content_encoding.empty()) h.emplace_back("Content-Encoding", std::string(content_encoding));
   if (options.send_idempotency_header) h.emplace_back(options.idempotency_header, request.key);
+  if (!request.members.empty()) h.emplace_back(std::string(kMembersHeader), request.members);
   h.insert(h.end(), extra.begin(), extra.end());
   if (link.token) {
     h.emplace_back("Authorization", "Bearer " + *link.token);

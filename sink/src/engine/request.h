@@ -29,7 +29,13 @@ struct Request {
   std::string query{};    // "name=key" for the URL (--key-param), or empty
   std::string_view body;  // the raw rows (views into the chunk buffer)
   std::string* wire;      // the bytes on the wire (body encoded, or body itself); not owned
+  // A pack's members' own keys, "<partition>:0-<size>, ..." (the Idempotency-Members
+  // header); empty for a chunk. @ref LLP 0027#key
+  std::string members{};
 };
+
+// The header that carries a pack's member keys. @ref LLP 0017#packs
+inline constexpr std::string_view kMembersHeader = "Idempotency-Members";
 
 // The stable key of a chunk: "<partition>:<begin>-<end>".
 [[nodiscard]] std::string ChunkKey(std::string_view partition, std::uint64_t begin,

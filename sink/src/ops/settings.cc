@@ -268,6 +268,23 @@ const Row kRows[] = {
      if (s.driver.concurrency.adaptive) s.driver.concurrency.max = static_cast<std::size_t>(n);
      return OkStatus();
    }},
+  // @ref LLP 0027 — packs of small partitions.
+  {{"pack_below", "N|auto", "pack ready partitions under N bytes into one request (auto: half of chunk_bytes; 0: off)",
+    false, false, false, false, "auto"},
+   [](std::string_view v, SinkSettings& s) {
+     const auto n = v == "auto" ? std::optional<std::uint64_t>() : ParseSize(v);
+     if (v != "auto" && !n) return Bad(Quoted(v) + " is not auto or " + SizeProblem(v));
+     s.driver.pack_below = n;
+     return OkStatus();
+   }},
+  {{"pack_linger", "S", "wait up to S for more small partitions before a pack that is not full",
+    false, false, false, false, "0"},
+   [](std::string_view v, SinkSettings& s) {
+     const auto d = ParseDuration(v);
+     if (!d || *d < milliseconds::zero()) return Bad(Quoted(v) + " is not a duration (e.g. 0, 5s)");
+     s.driver.pack_linger = *d;
+     return OkStatus();
+   }},
   {{"horizon", "S", "dead-letter a partition failing this long", false, false, false, false, "24h"},
    [](std::string_view v, SinkSettings& s) { return PositiveDuration(v, s.driver.horizon); }},
   {{"poll", "S", "idle poll interval between passes", false, false, false, false, "1"},
@@ -443,6 +460,8 @@ constexpr std::pair<std::string_view, std::string_view> kFieldKeys[] = {
     {"forward.failover.failures_to_leave", "failover_failures"},
     {"concurrency.max", "max_concurrency"},
     {"concurrency", "concurrency"},
+    {"pack_linger", "pack_linger"},
+    {"pack_below", "pack_below"},
     {"dead_caps.max_age", "max_dead_age"},
     {"dead_caps.max_bytes", "max_dead_bytes"},
     {"forward.idempotency_header", "key_header"},
