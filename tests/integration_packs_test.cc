@@ -151,6 +151,10 @@ std::vector<std::string> ForwardArgs(const fs::path& spool, const CentralProcess
                                 "--max-wait",
                                 "1",
                                 "--log-json"};
+  // Packing is off by default (LLP 0027): these runs turn it on, unless told otherwise.
+  if (std::find(extra.begin(), extra.end(), "--pack-below") == extra.end()) {
+    a.insert(a.end(), {"--pack-below", "auto"});
+  }
   a.insert(a.end(), extra.begin(), extra.end());
   return a;
 }

@@ -404,6 +404,7 @@ TEST_CASE("PackLingerHoldsANotFullPackUntilItsOldestMemberIsOldEnough") {
   o.forward.url = server.url();
   o.forward.compression = fwdsink::Compression::kIdentity;
   o.forward.chunker.chunk_bytes = kChunkBytes;
+  o.pack_below = std::nullopt;  // auto: packing is off by default (LLP 0027)
   o.pack_linger = 5s;
   fwdsink::ForwardDeps deps;
   deps.time = &clock;

@@ -132,7 +132,7 @@ TEST_CASE("sink counters: one list feeds the struct, the snapshot, the JSON and 
     CHECK(f.kind == (gauge ? CounterKind::kGauge : CounterKind::kCounter));
     CHECK_FALSE(f.help.empty());
   });
-  CHECK(names.size() == 39);  // packs_sent and partitions_packed since issue 23
+  CHECK(names.size() == 39);                  // packs_sent and partitions_packed since issue 23
   CHECK(unique.contains("bodies_withheld"));  // @ref LLP 0017#expect-continue
   CHECK(unique.size() == names.size());
   CHECK(names.front() == "chunks_sent");

@@ -92,6 +92,8 @@ static const char *const kKeys[][2] = {
     {"min_throughput", "16k"},
     {"response_timeout", "20"},
     {"expect_continue_bytes", "128k"},
+    {"pack_below", "0"},
+    {"pack_linger", "0"},
     {"max_split_requests", "64"},
     {"window", "8"},
     {"max_inflight_bytes", "16m"},

@@ -210,7 +210,6 @@ std::vector<ReadyPartition> Driver::Impl::SendPacks(const std::vector<ReadyParti
 bool Driver::Impl::RunPack(Lane& lane, PackManifest m, TickReport& report) {
   for (;;) {
     if (m.acked) return DeliverPack(m, report);  // a crash after the ack: finish
-    MarkRoundTrip(lane);
     const PackResult sent = lane.sink->ForwardPack(m.key, MembersOf(spool, m));
     const ForwardResult& r = sent.result;
     report.chunks_acked += r.chunks_acked;

@@ -20,6 +20,7 @@
 #include "fwdsink/endpoints.h"
 #include "fwdsink/forward_pack.h"
 #include "fwdsink/pack_manifest.h"
+#include "fwdsink/read_file.h"
 
 namespace fwdsink {
 namespace {
@@ -33,34 +34,28 @@ void Add(std::atomic<std::uint64_t>& counter, std::uint64_t n = 1) {
 // Appends the whole of `m` to `body` if it is still the file its manifest names; returns
 // why not otherwise ("gone", "grew", "changed", "torn").
 std::string_view ReadMember(const PackMember& m, std::string& body) {
-  const int fd = ::open(m.path.c_str(), O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
-  if (fd < 0) return errno == ENOENT ? "gone" : "torn";
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
+  // The identity first (lstat: never follows a link), then the bytes through the one
+  // way the library reads a whole file (LLP 0023#regular-files), capped at the size
+  // the manifest names: a member rewritten in between is caught by the size, the
+  // mtime or the read's own cap.
   struct stat st {};
-  if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) return "torn";
+  if (::lstat(m.path.c_str(), &st) != 0) return errno == ENOENT ? "gone" : "torn";
+  if (!S_ISREG(st.st_mode)) return "torn";
   const std::int64_t mtime =
       static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
   // Grown: rows appended after hand-over (sent alone, as LLP 0023#handover keeps them);
   // anything else is a rewrite.
   if (static_cast<std::uint64_t>(st.st_size) > m.size) return "grew";
   if (static_cast<std::uint64_t>(st.st_size) != m.size || mtime != m.mtime_ns) return "changed";
-  const std::size_t start = body.size();
-  body.resize(start + m.size);
-  std::size_t got = 0;
-  while (got < m.size) {
-    const ssize_t n = ::read(fd, body.data() + start + got, m.size - got);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    got += static_cast<std::size_t>(n);
-  }
+  Result<std::string> read = ReadRegularFile(
+      m.path,
+      ReadFileOptions{.max_bytes = static_cast<std::size_t>(m.size), .follow_symlinks = false});
+  if (!read.ok()) return read.status().code() == StatusCode::kNotFound ? "gone" : "changed";
+  const std::string& got = read.value();
   // Whole lines only: a member must end with '\n' (a sealed partition does).
-  if (got != m.size || m.size == 0 || body.back() != '\n') {
-    body.resize(start);
-    return got != m.size ? "changed" : "torn";
-  }
+  if (got.size() != m.size) return "changed";
+  if (got.empty() || got.back() != '\n') return "torn";
+  body += got;
   return {};
 }
 
