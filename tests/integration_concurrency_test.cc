@@ -52,6 +52,8 @@ struct Run {
     o.forward.chunker.chunk_bytes = 64;
     o.forward.backpressure.ladder = {10ms};
     o.forward.backpressure.jitter = 0;
+    o.forward.window =
+        1;  // partitions side by side, each in order (windows: integration_window_test)
     o.concurrency = concurrency;
     fwdsink::ForwardDeps deps;
     deps.on_event = [this](const fwdsink::Event& e) {

@@ -451,7 +451,9 @@ TEST_CASE("SIGKILL while splitting (413 and 400) and dead-lettering: every row o
         whole_again = whole_again || log[i].value("key", std::string()) == key;
       }
     }
-    CHECK(resent);
+    // A dead letter's row comes back; a split chunk's pieces come back unless the
+    // journal on disk had them all acknowledged already (then nothing of it is re-sent).
+    if (l.dead) CHECK(resent);
     CHECK_FALSE(whole_again);
   }
   // Run by run, a split chunk counting as one: the first run re-sent nothing (twin),

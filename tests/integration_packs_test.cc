@@ -97,8 +97,9 @@ std::vector<std::string> SmallPartitions(const fs::path& spool, std::size_t n) {
 
 constexpr std::size_t kStormPartitions = 5000;
 // The twin sends one request and one fsync of ready/ per partition: 5,000 of them took
-// 160 s on the shared machine, 2,000 keep it near a minute.
-constexpr std::size_t kTwinPartitions = 2000;
+// 160 s on the shared machine; with the window's limit learning from each request's own
+// round trip it falls to 1 on a loaded disk (LLP 0014#window), so 300 keep it short.
+constexpr std::size_t kTwinPartitions = 300;
 
 // Runs `args` --once until a pass exits 0.
 void Finish(const fs::path& dir, std::vector<std::string> args) {
@@ -254,7 +255,7 @@ TEST_CASE("A SIGKILL storm over 5,000 small partitions in packs: every row exact
 }
 
 // Twin: the same storm with packing off still passes (one request per partition).
-TEST_CASE("The same storm with --pack-below 0 (2,000 partitions): every row exactly once") {
+TEST_CASE("The same storm with --pack-below 0 (300 partitions): every row exactly once") {
   Storm("packs_storm_off", {"--chunk-bytes", "64k", "--pack-below", "0"}, kTwinPartitions, 20,
         false);
 }

@@ -85,9 +85,15 @@ void Driver::Impl::LaneLoop(Lane& lane, const std::vector<ReadyPartition>& ready
 // @ref LLP 0018#signals @ref LLP 0014#window
 void Driver::Impl::OnAttempt(const AttemptRecord& r) {
   switch (r.kind) {
-    case AttemptRecord::Kind::kAccepted:
-      Observe(r.round_trip, r.pushed_back ? RequestSignal::kPaced : RequestSignal::kAccepted);
+    case AttemptRecord::Kind::kAccepted: {
+      // A round trip under the floor is the host's noise, not a path to fill: a request
+      // of a few hundred bytes to a local server takes ~0.3 ms, and a 2 ms fsync spike at
+      // the server read as "rising" and held the limit at 1. @ref LLP 0018#signals
+      constexpr std::chrono::microseconds kFloor{10'000};
+      Observe(std::max(r.round_trip, kFloor),
+              r.pushed_back ? RequestSignal::kPaced : RequestSignal::kAccepted);
       break;
+    }
     case AttemptRecord::Kind::kRefused:
       Observe(std::chrono::microseconds{0}, RequestSignal::kBackpressure);
       break;

@@ -110,6 +110,7 @@ class ForwardSink::Call {
   std::optional<SourceStatus> source_end_;  // the source said kEnd or failed
   JournalCallback on_journal_;              // empty: no journal
   std::size_t peak_ = 0;                    // the most flights at once in this call
+  bool first_refill_ = true;                // the journal on disk covers the first refill
   bool stopping_ = false;                   // a chunk's ending stopped the partition
   std::list<Flight> flights_;               // by opening order; stable addresses
   std::vector<PreparedChunk> spare_;        // buffers of ended flights, reused

@@ -164,7 +164,12 @@ void ForwardSink::Call::Refill() {
   }
   if (opened.empty()) return;
   peak_ = std::max(peak_, flights_.size());
-  if (!Journal()) return;  // the new flights were dropped with the idle ones
+  // The call's first refill needs no write: what is on disk (the cursor and journal it
+  // started from) cuts these chunks again by itself, and they are at most a window. So a
+  // small partition costs no cursor record at all. @ref LLP 0014#journal
+  const bool first = first_refill_;
+  first_refill_ = false;
+  if (!first && !Journal()) return;  // the new flights were dropped with the idle ones
   for (Flight* f : opened) {
     f->attempt = std::make_unique<Attempt>(core_, f->request);
     f->step = f->attempt->Start();
