@@ -274,10 +274,7 @@ bool Driver::Impl::ForwardFrom(Lane& lane, const ReadyPartition& p, TickReport& 
     std::lock_guard guard(report_mu);
     pass_errors.Note(r);
   }
-  report.chunks_acked += r.chunks_acked;
-  report.rows_acked += r.rows_acked;
-  report.bytes_acked += r.bytes_acked;
-  report.throttled = report.throttled || r.throttled;
+  AddAcked(report, r);
   if (internal::StoppedAtLongRow(r) && LongRowAside(p, r, report)) return true;
   Conclude(p, r, report);
   return false;

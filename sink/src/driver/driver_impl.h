@@ -62,6 +62,14 @@ class PermanentErrorWatch {
 
 namespace fwdsink {
 
+// Adds what one call (a partition's or a pack's) acknowledged to the tick's report.
+inline void AddAcked(TickReport& report, const ForwardResult& r) {
+  report.chunks_acked += r.chunks_acked;
+  report.rows_acked += r.rows_acked;
+  report.bytes_acked += r.bytes_acked;
+  report.throttled = report.throttled || r.throttled;
+}
+
 // One sender: a ForwardSink and the cursor writer of the partition it holds (a
 // CursorWriter has one slot, so each sender has its own; they write different
 // partitions' cursors, and the Spool holds nothing but its path). @ref LLP 0018#cursors

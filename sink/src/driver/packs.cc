@@ -212,10 +212,7 @@ bool Driver::Impl::RunPack(Lane& lane, PackManifest m, TickReport& report) {
     if (m.acked) return DeliverPack(m, report);  // a crash after the ack: finish
     const PackResult sent = lane.sink->ForwardPack(m.key, MembersOf(spool, m));
     const ForwardResult& r = sent.result;
-    report.chunks_acked += r.chunks_acked;
-    report.rows_acked += r.rows_acked;
-    report.bytes_acked += r.bytes_acked;
-    report.throttled = report.throttled || r.throttled;
+    AddAcked(report, r);
     if (sent.bad_member) {
       auto rest = ResolvePack(m, *sent.bad_member, sent.bad_reason, report);
       if (!rest) return false;
