@@ -10,6 +10,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -364,8 +365,18 @@ extern "C" char** environ;
 // Runs cursor_save_child with `extra` added to the environment; returns its exit code
 // (-1 when it did not exit normally).
 int RunChild(const std::vector<std::string>& extra, const std::vector<std::string>& args) {
+  // An entry of `extra` replaces the inherited one of its name (the first of two wins in
+  // getenv, and scripts/test.sh exports ASAN_OPTIONS under --sanitize).
+  const auto overridden = [&extra](std::string_view e) {
+    const std::string_view name = e.substr(0, e.find('='));
+    return std::any_of(extra.begin(), extra.end(), [name](const std::string& x) {
+      return x.size() > name.size() && x.starts_with(name) && x[name.size()] == '=';
+    });
+  };
   std::vector<std::string> env;
-  for (char** e = environ; *e; ++e) env.emplace_back(*e);
+  for (char** e = environ; *e; ++e) {
+    if (!overridden(*e)) env.emplace_back(*e);
+  }
   env.insert(env.end(), extra.begin(), extra.end());
   std::vector<char*> envp, argv;
   for (std::string& e : env) envp.push_back(e.data());
