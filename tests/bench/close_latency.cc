@@ -5,12 +5,14 @@
 //   wait     paused in a 300 s Retry-After wait (receiver: 503 + Retry-After: 300)
 //   headers  a request whose response headers never come (receiver: --header-delay-ms)
 //   upload   mid-transfer: the peer reads the request body slowly, so send() blocks
+//   window   a full window in flight: 16 requests of one partition (the default window)
+//            whose response headers never come
 //
 // For each run it records two times from the moment Close() is called: until Close()
 // returns, and until the sender's ForwardPartition() has returned (kAborted). The second
 // is the one that matters (that is when the daemon can exit); it is the reported figure.
 //
-//   fwdsink-bench-close --tmp DIR [--runs N] [--scenarios wait,headers,upload]
+//   fwdsink-bench-close --tmp DIR [--runs N] [--scenarios wait,headers,upload,window]
 //
 // Prints one line per scenario:
 //   close scenario=wait runs=3 median_ms=0.42 max_ms=0.61 close_return_max_ms=0.05 ok=1
@@ -29,6 +31,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <memory>
 #include <string>
 #include <thread>
 #include <vector>
@@ -53,6 +56,9 @@ constexpr std::size_t kUploadChunkBytes = std::size_t{32} << 20;
 constexpr std::size_t kSlowReadBytes = 4096;
 constexpr auto kSlowReadTick = std::chrono::milliseconds{5};
 constexpr std::size_t kUploadStartedBytes = 256 << 10;
+// Window scenario: the default window of 64 KiB chunks.
+constexpr std::size_t kWindow = 16;
+constexpr std::size_t kWindowChunkBytes = 64 << 10;
 
 double Ms(Clock::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
 
@@ -125,6 +131,21 @@ class SlowReader {
   std::atomic<std::size_t> received_{0};
 };
 
+// Request slots that grant every ask and count those held, so the bench knows when the
+// whole window is in flight (a sink alone would fill it without slots too).
+class CountingSlots final : public fwdsink::RequestSlots {
+ public:
+  bool TryAcquire(std::size_t) override {
+    ++held_;
+    return true;
+  }
+  void Release() override { --held_; }
+  std::size_t held() const { return held_; }
+
+ private:
+  std::atomic<std::size_t> held_{0};
+};
+
 struct RunResult {
   bool ok = false;
   double close_return_ms = 0;
@@ -134,9 +155,10 @@ struct RunResult {
 // Starts ForwardPartition on a thread, waits until `ready()` says the sink is in the
 // state under test, then times Close().
 RunResult TimeClose(fwdsink::ForwardOptions options, const std::filesystem::path& partition,
-                    const std::function<bool(const fwdsink::ForwardSink&)>& ready) {
+                    const std::function<bool(const fwdsink::ForwardSink&)>& ready,
+                    fwdsink::ForwardDeps deps = {}) {
   RunResult r;
-  auto created = fwdsink::ForwardSink::Create(std::move(options), {});
+  auto created = fwdsink::ForwardSink::Create(std::move(options), std::move(deps));
   if (!created.ok()) {
     std::fprintf(stderr, "ForwardSink::Create: %s\n", created.status().ToString().c_str());
     return r;
@@ -192,7 +214,7 @@ bool IsPhase(const fwdsink::ForwardSink& s, fwdsink::ForwardSink::State::Phase p
 int main(int argc, char** argv) {
   std::filesystem::path tmp;
   int runs = 3;
-  std::string scenarios = "wait,headers,upload";
+  std::string scenarios = "wait,headers,upload,window";
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string flag = argv[i];
     if (flag == "--tmp")
@@ -275,6 +297,36 @@ int main(int argc, char** argv) {
           options, big, [&](const auto&) { return peer.received() >= kUploadStartedBytes; }));
     }
     report("upload", results);
+  }
+  if (scenarios.find("window") != std::string::npos) {
+    CentralProcess central(tmp / "central-window");
+    if (!central.Start({"--header-delay-ms", kHeaderDelayMs})) {
+      std::fprintf(stderr, "receiver did not start\n");
+      return 1;
+    }
+    const auto windowed = tmp / "window.ndjson";
+    WritePartition(windowed, 2 * kWindow * kWindowChunkBytes);
+    std::vector<RunResult> results;
+    for (int i = 0; i < runs; ++i) {
+      auto slots = std::make_shared<CountingSlots>();
+      fwdsink::ForwardDeps deps;
+      deps.requests = slots;
+      auto options = BaseOptions(central.port());
+      options.chunker.chunk_bytes = kWindowChunkBytes;
+      options.window = kWindow;
+      // Every request of the window on the wire (the first is the sender's own, the rest
+      // hold a slot), then a settle so that their bodies have left.
+      Clock::time_point full_since{};
+      results.push_back(TimeClose(
+          options, windowed,
+          [&](const auto&) {
+            if (slots->held() + 1 < kWindow) return false;
+            if (full_since == Clock::time_point{}) full_since = Clock::now();
+            return Clock::now() - full_since >= kInFlightSettle;
+          },
+          deps));
+    }
+    report("window", results);
   }
   return all_ok ? 0 : 1;
 }

@@ -464,7 +464,16 @@ if want 5; then
     sizes_out+="$(human "$s"): $(calc "$rss / 1024" 1) MiB; "
     last_rss=$rss
   done
-  row "5. peak RSS, 1 MiB chunks, zstd" "$(calc "$last_rss / 1024" 1) MiB at $(human "${MEM_SIZES##* }")" "${sizes_out%; }" "-" "≤ 16 MiB, flat" "$(met "$last_rss" '<=' 16384)"
+  # The bound with a window (LLP 0014#window-memory): the chunks in flight and their
+  # bodies stay under --max-inflight-bytes (32 MiB), stated in the README as 48 MiB.
+  row "5. peak RSS, 1 MiB chunks, zstd" "$(calc "$last_rss / 1024" 1) MiB at $(human "${MEM_SIZES##* }")" "${sizes_out%; }" "-" "≤ 48 MiB" "$(met "$last_rss" '<=' 49152)"
+  rs=()
+  for ((i = 1; i <= runs; i++)); do
+    forward_file big "$big" identity "f5-id-$i"
+    rs+=("$fw_rss")
+  done
+  rss=$(median "${rs[@]}")
+  row "5. peak RSS, 1 MiB chunks, identity" "$(calc "$rss / 1024" 1) MiB at $(human "$BIG")" "-" "-" "≤ 48 MiB" "$(met "$rss" '<=' 49152)"
 fi
 [[ -n $big ]] && rm -f "$big"
 
