@@ -168,7 +168,8 @@ TEST_CASE("a pass of 404, 405 or 415 for every request is named once and exits 7
   const fs::path spool = dir / "spool";
   SealRows(spool, 3, 1);
   SealRows(spool, 3, 2);
-  const std::vector<std::string> one_at_a_time = {"--concurrency", "1"};
+  // One request per partition (--pack-below 0); the packs' own case is the last.
+  const std::vector<std::string> one_at_a_time = {"--concurrency", "1", "--pack-below", "0"};
   std::string log;
   for (const int status : {404, 405, 415}) {
     CAPTURE(status);
@@ -188,6 +189,20 @@ TEST_CASE("a pass of 404, 405 or 415 for every request is named once and exits 7
     CHECK(Once(dir, "mixed", spool, server.url(), one_at_a_time, &log) == 75);
     CHECK(Count(log, Event("driver.permanent_error")) == 0);
     CHECK(fwdsink::MeasureSpool(spool)->ready_partitions == 1);
+  }
+  SUBCASE("packs: the pack refused with 404 is the pass's one request, named once, 78") {
+    // Partitions with no failure on record (the runs above gave a and b a cursor record,
+    // which keeps a partition out of packs).
+    const fs::path fresh = dir / "spool-packed";
+    SealRows(fresh, 3, 1);
+    SealRows(fresh, 3, 2);
+    ScriptedServer server;
+    server.Then(404, {}, R"({"error":"no such thing"})");
+    CHECK(Once(dir, "packed", fresh, server.url(), {"--concurrency", "1"}, &log) == 78);
+    CHECK(Count(log, Event("driver.permanent_error")) == 1);
+    REQUIRE(server.requests().size() == 1);
+    CHECK(server.requests()[0].key.starts_with("pack:"));
+    CHECK(fwdsink::MeasureSpool(fresh)->ready_partitions == 2);
   }
 }
 

@@ -204,6 +204,7 @@ TEST_CASE("APartitionAsleepOnItsRetryWaitHoldsNoOtherBack") {
   o.forward.compression = fwdsink::Compression::kIdentity;
   o.forward.backpressure.jitter = 0;
   o.forward.backpressure.ladder = {20s};
+  o.pack_below = 0;  // two partitions, two calls (packed, they would be one request)
   fwdsink::FakeClock clock;
   ParkingSleeper parking(clock);
   fwdsink::ForwardDeps deps;

@@ -209,6 +209,32 @@ TEST_CASE("SmallPartitionsGoAsOnePackUnderItsKeyWithTheirMemberKeys") {
   CHECK(h.driver->counters().partitions_delivered == 5);
 }
 
+TEST_CASE("ARespooledPackIsRecordedOnItsFirstMemberAndDeliveredLaterWithoutTheRecord") {
+  ScriptedServer server;
+  for (int i = 0; i < 3; ++i) server.Then(503);
+  const auto spool = FreshSpool("pack_respooled");
+  for (const auto& n : {"p1", "p2"}) AddPartition(spool, n, 2);
+  Harness h(spool, server.url(), std::nullopt, /*budget=*/1s);
+  const auto first = h.driver->Tick();
+  CHECK(first.respooled == 1);
+  // The pack's failure is on its first member's record, and the manifest stays.
+  const auto c = h.driver->spool().LoadCursor("p1");
+  CHECK(c.failures >= 1);
+  CHECK(c.first_failure.has_value());
+  CHECK(h.driver->spool().LoadCursor("p2").status == fwdsink::CursorStatus::kMissing);
+  CHECK_FALSE(NoManifests(spool));
+  fwdsink::TickReport r = first;
+  for (int i = 0; i < 5 && !r.all_delivered(); ++i) {
+    h.clock.Advance(60s);
+    r = h.driver->Tick();
+  }
+  CHECK(r.all_delivered());
+  CHECK(FileNames(spool / "ready").empty());
+  CHECK(FileNames(spool / "state").empty());  // the record went with its partition
+  CHECK(NoManifests(spool));
+  for (const auto& q : server.requests()) CHECK(q.key.rfind("pack:p1:p2:", 0) == 0);
+}
+
 TEST_CASE("PackBelowZeroSendsOneRequestPerPartition") {
   ScriptedServer server;
   const auto spool = FreshSpool("pack_off");
@@ -404,7 +430,7 @@ TEST_CASE("PackLingerHoldsANotFullPackUntilItsOldestMemberIsOldEnough") {
   o.forward.url = server.url();
   o.forward.compression = fwdsink::Compression::kIdentity;
   o.forward.chunker.chunk_bytes = kChunkBytes;
-  o.pack_below = std::nullopt;  // auto: packing is off by default (LLP 0027)
+  o.pack_below = std::nullopt;  // auto, the default
   o.pack_linger = 5s;
   fwdsink::ForwardDeps deps;
   deps.time = &clock;

@@ -381,6 +381,10 @@ TEST_CASE("AuthAndConfigOutagesNeverReachTheHorizon") {
     CHECK(h->Count("driver.horizon_give_up") == 2);
     CHECK(h->driver->counters().horizon_give_ups == 2);
     CHECK(FileNames(spool / "ready").empty());
+    // The two were one pack (packing is on by default): its manifest went with them, and
+    // so did the first member's record of the pack's failures. @ref LLP 0027#horizon
+    CHECK(FileNames(spool / "packs").empty());
+    CHECK(FileNames(spool / "state").empty());
   }
 }
 

@@ -113,6 +113,12 @@ int main(int argc, char** argv) {
   // cpp-httplib closes a keep-alive connection after 5 requests by default, so a
   // forwarder reconnected every 5 chunks. An ingest tier keeps connections open.
   server->set_keep_alive_max_count(100000);
+  // A connection holds its thread until it closes or its keep-alive times out (5 s):
+  // with cpp-httplib's default pool (8 here) a forwarder with a window of requests in
+  // flight on more connections than that waited 5 s for each extra one.
+  // @ref LLP 0011#threads
+  const auto threads = static_cast<std::size_t>(options.threads);
+  server->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   receiver->Register(*server);
 
   int port = options.port;

@@ -28,6 +28,7 @@ A reference NDJSON ingest receiver. POST any path to ingest a chunk; GET /stats,
   --token-file FILE          like --token, but the token is FILE's content, re-read per request
   --token-ttl SECONDS        a token value expires SECONDS after it was first used
   --max-body BYTES           wire and decoded body limit (default 67108864; 413 max_body)
+  --threads N                connections served at once, a thread each (default 128)
   --tls-cert FILE --tls-key FILE   serve HTTPS
   --fail-status CODE         status of injected failures (default 503)
   --fail-every N             fail POSTs N, 2N, 3N, ...
@@ -111,6 +112,7 @@ ParseResult ParseOptions(const std::vector<std::string>& args) {
       {"--token-file", [&](const std::string&, const std::string& v) { o.token_file = v; }},
       {"--token-ttl", number([&](std::uint64_t n) { o.token_ttl = std::chrono::seconds(n); }, 1)},
       {"--max-body", number([&](std::uint64_t n) { o.max_body = n; }, 1)},
+      {"--threads", number([&](std::uint64_t n) { o.threads = n; }, 1)},
       {"--tls-cert", [&](const std::string&, const std::string& v) { o.tls_cert = v; }},
       {"--tls-key", [&](const std::string&, const std::string& v) { o.tls_key = v; }},
       {"--fail-status",

@@ -35,6 +35,9 @@ struct Options {
   std::optional<std::chrono::seconds> token_ttl;    // --token-ttl
 
   std::uint64_t max_body = 64ull << 20;  // --max-body: wire and decoded limit
+  // --threads: connections served at once (cpp-httplib serves a connection per thread
+  // until it closes or its keep-alive ends). @ref LLP 0011#threads
+  std::uint64_t threads = 128;
 
   std::optional<std::filesystem::path> tls_cert;  // --tls-cert
   std::optional<std::filesystem::path> tls_key;   // --tls-key

@@ -38,9 +38,8 @@ struct DriverOptions {
   DeadCaps dead_caps{};
   // Ready partitions smaller than this many bytes (with no cursor) are sent several to a
   // request, consecutive ones up to forward.chunker.chunk_bytes, under a durable
-  // manifest. nullopt: half of chunk_bytes; 0: off, the default until a pack that keeps
-  // being respooled reaches the give-up horizon as a partition does. @ref LLP 0027
-  std::optional<std::uint64_t> pack_below{0};
+  // manifest. nullopt (the default): half of chunk_bytes; 0: off. @ref LLP 0027
+  std::optional<std::uint64_t> pack_below{};
   // Waits up to this long (from the oldest member's seal) for more small partitions
   // before sending a pack that is not full; 0: pack what is ready now.
   std::chrono::milliseconds pack_linger{0};

@@ -173,8 +173,9 @@ TickReport Driver::Impl::Tick() {
   pass_errors = {};
   QuarantineRefused(scan->refused, report);
   // Manifests left unacknowledged first, then packs, then the rest. @ref LLP 0027#resume
-  if (!ResumePacks(report)) return report;
-  SendAll(SendPacks(scan->ready, report), report);
+  // A manifest that stays unsettled ends the pass, which is still named when every
+  // request of it failed the same way (a resumed pack refused with 404).
+  if (ResumePacks(report)) SendAll(SendPacks(scan->ready, report), report);
   if (!report.aborted) ReportPermanentError(report);
   return report;
 }

@@ -126,6 +126,10 @@ struct Driver::Impl {
   // Records a failure and gives the partition up whole past the horizon.
   void Failed(const ReadyPartition& p, std::uint64_t resume, const ForwardResult& r,
               TickReport& report);
+  // Moves partition `name` to dead/ whole (its rows from `resume` on are dead), with the
+  // give-up's counters and event; false (a spool error said) when it could not.
+  bool GiveUp(const std::string& name, std::uint64_t resume, const ForwardResult& r,
+              TickReport& report);
   void SpoolError(std::string_view partition, std::string_view reason, std::string message,
                   TickReport* report);
   void Emit(Event e) const;
@@ -147,6 +151,8 @@ struct Driver::Impl {
   // Runs a manifest to its end (delivered, resolved, unpacked); false when it stays.
   bool RunPack(Lane& lane, PackManifest manifest, TickReport& report);
   bool DeliverPack(PackManifest& manifest, TickReport& report);
+  // A respooled pack: its failure recorded, its members given up past the horizon.
+  void PackFailed(const PackManifest& manifest, const ForwardResult& r, TickReport& report);
   std::optional<PackManifest> ResolvePack(const PackManifest& manifest, std::size_t bad,
                                           const std::string& reason, TickReport& report);
   bool UnpackAlone(Lane& lane, const PackManifest& manifest, TickReport& report);

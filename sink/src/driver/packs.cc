@@ -231,6 +231,7 @@ bool Driver::Impl::RunPack(Lane& lane, PackManifest m, TickReport& report) {
         // The manifest stays: the next tick sends the same pack first.
         report.respooled += 1;
         counters.respools.fetch_add(1, std::memory_order_relaxed);
+        PackFailed(m, r, report);
         return false;
       case Outcome::kPartitionError:  // the pack could not be encoded: the tick stops
         report.errors += 1;
@@ -240,6 +241,27 @@ bool Driver::Impl::RunPack(Lane& lane, PackManifest m, TickReport& report) {
         Conclude(Alone(spool, m.members.front()), r, report);
         return false;
     }
+  }
+}
+
+// The horizon of a pack: its failures are recorded on its first member's cursor record
+// (a member has no other), and once the first is older than the horizon every member goes
+// to dead/ whole, the first one last so that a crash in between keeps the record, then the
+// manifest (a member already gone is resolved away by the next tick). @ref LLP 0027#horizon
+void Driver::Impl::PackFailed(const PackManifest& m, const ForwardResult& r, TickReport& report) {
+  const auto now = deps.time->SystemNow();
+  const std::string& first = m.members.front().name;
+  if (!spool.RecordFailure(first, now).ok()) {
+    counters.spool_errors.fetch_add(1, std::memory_order_relaxed);
+    return;
+  }
+  const CursorState c = spool.LoadCursor(first);
+  if (!c.first_failure || now - *c.first_failure <= options.horizon) return;
+  for (auto x = m.members.rbegin(); x != m.members.rend(); ++x) {
+    if (!GiveUp(x->name, 0, r, report)) return;  // the manifest stays for the next tick
+  }
+  if (Status s = RemoveManifest(spool.dir(), m); !s.ok()) {
+    SpoolError(first, "pack_manifest", s.message(), &report);
   }
 }
 
@@ -266,12 +288,20 @@ bool Driver::Impl::DeliverPack(PackManifest& m, TickReport& report) {
       (void)HandOverChanged(Alone(spool, x), as_sent, report);
       continue;
     }
-    std::error_code ec;
-    std::filesystem::remove(spool.PartitionPath(x.name), ec);
-    if (ec) {
-      SpoolError(x.name, "mark_delivered", spool_io::IoError("cannot remove", x.name, ec).message(),
-                 nullptr);
-      continue;
+    if (&x == &m.members.front() && spool.LoadCursor(x.name).status != CursorStatus::kMissing) {
+      // The record of the pack's failures (PackFailed) goes with its partition.
+      if (Status s = spool.MarkDelivered(x.name); !s.ok()) {
+        SpoolError(x.name, "mark_delivered", s.message(), nullptr);
+        continue;
+      }
+    } else {
+      std::error_code ec;
+      std::filesystem::remove(spool.PartitionPath(x.name), ec);
+      if (ec) {
+        SpoolError(x.name, "mark_delivered",
+                   spool_io::IoError("cannot remove", x.name, ec).message(), nullptr);
+        continue;
+      }
     }
     report.delivered += 1;
     counters.partitions_delivered.fetch_add(1, std::memory_order_relaxed);

@@ -122,19 +122,27 @@ void Driver::Impl::Failed(const ReadyPartition& p, std::uint64_t resume, const F
   const CursorState c = spool.LoadCursor(p.name);
   // @ref LLP 0021#horizon
   if (c.first_failure && now - *c.first_failure > options.horizon) {
-    auto dead = spool.DeadLetterPartition(p.name, resume, r.reason.empty() ? "horizon" : r.reason,
-                                          r.status, now);
-    if (dead) {
-      report.horizon_dead += 1;
-      counters.horizon_give_ups.fetch_add(1, std::memory_order_relaxed);
-      Emit({.name = events::kDriverHorizonGiveUp,
-            .partition = p.name,
-            .status = r.status,
-            .reason = r.reason,
-            .begin = resume,
-            .message = "failing for longer than the horizon; moved to dead letters whole"});
-    }
+    (void)GiveUp(p.name, resume, r, report);
   }
+}
+
+bool Driver::Impl::GiveUp(const std::string& name, std::uint64_t resume, const ForwardResult& r,
+                          TickReport& report) {
+  auto dead = spool.DeadLetterPartition(name, resume, r.reason.empty() ? "horizon" : r.reason,
+                                        r.status, deps.time->SystemNow());
+  if (!dead) {
+    SpoolError(name, "dead_letter", dead.status().message(), &report);
+    return false;
+  }
+  report.horizon_dead += 1;
+  counters.horizon_give_ups.fetch_add(1, std::memory_order_relaxed);
+  Emit({.name = events::kDriverHorizonGiveUp,
+        .partition = name,
+        .status = r.status,
+        .reason = r.reason,
+        .begin = resume,
+        .message = "failing for longer than the horizon; moved to dead letters whole"});
+  return true;
 }
 
 // A poison that could not be dead-lettered stops the call at a definite point: every

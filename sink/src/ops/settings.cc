@@ -270,7 +270,7 @@ const Row kRows[] = {
    }},
   // @ref LLP 0027 — packs of small partitions.
   {{"pack_below", "N|auto", "pack ready partitions under N bytes into one request (auto: half of chunk_bytes; 0: off)",
-    false, false, false, false, "0"},
+    false, false, false, false, "auto"},
    [](std::string_view v, SinkSettings& s) {
      const auto n = v == "auto" ? std::optional<std::uint64_t>() : ParseSize(v);
      if (v != "auto" && !n) return Bad(Quoted(v) + " is not auto or " + SizeProblem(v));
