@@ -240,18 +240,7 @@ class HttplibTransport final : public HttpTransport {
     const RequestDeadlines deadlines = DeadlinesFor(start, body.size(), opt_, limits);
     socket_.ClearInterrupt();
     watchdog_.Arm(deadlines.headers, "response headers");
-    httplib::Request req;
-    req.method = "POST";
-    req.path = ep_.path;
-    if (!query_param.empty()) {
-      req.path += ep_.path.find('?') == std::string::npos ? '?' : '&';
-      req.path += query_param;
-    }
-    for (const auto& [k, v] : headers) req.headers.emplace(k, v);
-    // @ref LLP 0017#expect-continue — a refusal then costs the head, not the body.
-    if (opt_.expect_continue_bytes > 0 && body.size() >= opt_.expect_continue_bytes) {
-      req.headers.emplace("Expect", "100-continue");
-    }
+    httplib::Request req = Head(headers, body.size(), query_param);
     req.body.swap(body);  // zero-copy; swapped back below
 
     HttpResponse& r = out.response;
@@ -302,6 +291,24 @@ class HttplibTransport final : public HttpTransport {
   const Endpoint& endpoint() const override { return ep_; }
 
  private:
+  // The request's method, path (with `query_param`) and headers, no body yet.
+  httplib::Request Head(const HeaderList& headers, std::size_t body_bytes,
+                        std::string_view query_param) const {
+    httplib::Request req;
+    req.method = "POST";
+    req.path = ep_.path;
+    if (!query_param.empty()) {
+      req.path += ep_.path.find('?') == std::string::npos ? '?' : '&';
+      req.path += query_param;
+    }
+    for (const auto& [k, v] : headers) req.headers.emplace(k, v);
+    // @ref LLP 0017#expect-continue — a refusal then costs the head, not the body.
+    if (opt_.expect_continue_bytes > 0 && body_bytes >= opt_.expect_continue_bytes) {
+      req.headers.emplace("Expect", "100-continue");
+    }
+    return req;
+  }
+
   // Copies the status and the headers the verdict and the pacer read.
   static void KeepHeaders(const httplib::Response& res, HttpResponse& r) {
     r.status = res.status;
