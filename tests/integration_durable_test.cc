@@ -129,3 +129,58 @@ TEST_CASE("ASplitChunkWithPoisonOnAWritableSpoolIsProgress") {
   CHECK(fwdsink::test::DeadRows(spool / "dead").size() == 2);
   CHECK(!fs::exists(spool / "ready" / "p.ndjson"));
 }
+
+// A poison that cannot be dead-lettered while the window has acknowledged chunks past
+// the split it sits in (LLP 0014#window-refusal): the cursor moves to the poison and
+// keeps the journal past it, so the clean pass re-sends no acknowledged chunk under a
+// second key. It stored 11 rows twice when the cursor moved there without its journal.
+TEST_CASE("APoisonThatCannotBeDeadLetteredKeepsTheChunksAckedPastItsSplit") {
+  const fs::path dir = CentralProcess::ScratchDir("durable_window_poison");
+  CentralProcess central(dir / "central");
+  REQUIRE(central.Start());
+  const fs::path spool = dir / "spool";
+  for (const char* sub : {"ready", "state", "dead", "incoming"})
+    fs::create_directories(spool / sub);
+  // 1 KiB chunks of 100-byte rows: ~10 rows each; the poison is the last row of the
+  // second chunk, so its bisection acks the rows before it, and the chunks after it
+  // (in flight at once) are acknowledged while it runs.
+  auto lines = fwdsink::test::WriteRows(spool / "ready" / "p.ndjson", 40, 100);
+  const std::size_t poisoned = 19;
+  lines[poisoned] = "{\"broken\":\"last of the second chunk";
+  fwdsink::test::WriteLines(spool / "ready" / "p.ndjson", lines);
+  std::vector<std::string> args = {
+      "forward",       "--once",   "--spool",
+      spool.string(),  "--url",    "http://127.0.0.1:" + std::to_string(central.port()) + "/ingest",
+      "--chunk-bytes", "1k",       "--compression",
+      "identity",      "--window", "8",
+      "--concurrency", "8",        "--log-json"};
+  {
+    DaemonProcess faulty(
+        dir, "faulty", args,
+        {"LD_PRELOAD=" FWDSINK_FAULT_SHIM, "ASAN_OPTIONS=verify_asan_link_order=0",
+         "FWDSINK_FAULT_OP=rename", "FWDSINK_FAULT_PATH=" + (spool / "dead").string(),
+         "FWDSINK_FAULT_NTH=0"});
+    REQUIRE(faulty.started());
+    REQUIRE(faulty.Wait(kRunTimeout).has_value());
+    INFO("faulty stderr:\n" << faulty.err());
+    REQUIRE(fwdsink::test::DeadRows(spool / "dead").empty());  // the fault fired
+    REQUIRE(fs::exists(spool / "ready" / "p.ndjson"));
+  }
+  const auto keys_before = central.request_log().size();
+  DaemonProcess clean(dir, "clean", args);
+  const auto code = clean.Wait(kRunTimeout);
+  INFO("clean stderr:\n" << clean.err());
+  CHECK(code == std::optional<int>(65));  // the pass wrote a dead letter
+  std::map<std::string, int> got;
+  for (auto& r : central.received_rows()) got[r] += 1;
+  std::size_t missing = 0, twice = 0;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    if (i == poisoned) continue;
+    missing += got[lines[i]] == 0 ? 1 : 0;
+    twice += got[lines[i]] > 1 ? 1 : 0;
+  }
+  MESSAGE("requests of the clean pass: " << central.request_log().size() - keys_before);
+  CHECK(missing == 0);
+  CHECK(twice == 0);
+  CHECK(fwdsink::test::DeadRows(spool / "dead") == std::vector<std::string>{lines[poisoned]});
+}

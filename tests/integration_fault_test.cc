@@ -102,11 +102,8 @@ TEST_CASE("EveryFaultInTheCursorAndDeadLetterPathsLosesAndDuplicatesNothing") {
         const std::vector<std::string> args = {
             "forward", "--once", "--spool", spool.string(), "--url",
             "http://127.0.0.1:" + std::to_string(central.port()) + "/ingest", "--chunk-bytes", "1k",
-            // One chunk at a time: with a window, a dead letter whose rename fails while
-            // other chunks of its partition are in flight has stored rows under two keys
-            // (rename/dead-3, 11 rows, about one run in four under ASan): an open bug of
-            // the window's bisection, LLP 0014#window-refusal.
-            "--window", "1", "--log-json"};
+            // A window of chunks in flight (LLP 0014#window-refusal).
+            "--window", "16", "--log-json"};
         const fs::path log = dir / "faults.log";
         {
           ScopedEnv env({{"LD_PRELOAD", FWDSINK_FAULT_SHIM},

@@ -146,7 +146,8 @@ bool Driver::Impl::GiveUp(const std::string& name, std::uint64_t resume, const F
 }
 
 // A poison that could not be dead-lettered stops the call at a definite point: every
-// row before it acknowledged, nothing after it sent. Inside a split chunk the ack route
+// row before it acknowledged; after it, only what the journal names (the window's
+// chunks, acknowledged or owed). Inside a split chunk the ack route
 // held the cursor back (LLP 0023#split-window); here it can move to the poison's start.
 // Returns false when the cursor could not be saved (NotDurable() has said so).
 bool Driver::Impl::KeepPoisonCursor(const ReadyPartition& p, const ForwardResult& r,
@@ -154,7 +155,21 @@ bool Driver::Impl::KeepPoisonCursor(const ReadyPartition& p, const ForwardResult
   const CursorState saved = spool.LoadCursor(p.name);
   if (saved.status == CursorStatus::kOk && saved.offset >= r.resume_offset) return true;
   if (r.resume_offset == 0) return true;
-  if (Status s = spool.SaveCursor(p.name, r.resume_offset); !s.ok()) {
+  // The journal past the poison stays: with a window, chunks after the split may be
+  // acknowledged already (never re-sent) or owed (re-sent under their keys). Without it
+  // the next pass cut new chunks from the poison over acknowledged rows, and stored
+  // them a second time under other keys. @ref LLP 0014#window-refusal
+  std::vector<CursorRange> rest;
+  if (saved.status == CursorStatus::kOk) {
+    for (const CursorRange& range : saved.ranges) {
+      if (range.end <= r.resume_offset) continue;
+      // A range across the poison: the saved record is not behind the acks (they are
+      // in its journal); it stands as it is.
+      if (range.begin < r.resume_offset) return true;
+      rest.push_back(range);
+    }
+  }
+  if (Status s = spool.SaveCursor(p.name, r.resume_offset, rest); !s.ok()) {
     NotDurable(p, s.message(), report);
     return false;
   }
