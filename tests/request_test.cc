@@ -294,6 +294,12 @@ TEST_CASE("request options are validated, naming the field") {
     o.headers = {{"content-encoding", "br"}};
     CHECK(fwdsink::Validate(o).field() == "headers[0]");
   }
+  SUBCASE("a pack's member keys and the 100-continue, which the sink sets") {
+    o.headers = {{"X-A", "1"}, {"idempotency-members", "p:0-9"}};
+    CHECK(fwdsink::Validate(o).field() == "headers[1]");
+    o.headers = {{"expect", "100-continue"}, {"X-A", "1"}};
+    CHECK(fwdsink::Validate(o).field() == "headers[0]");
+  }
   SUBCASE("the idempotency header itself") {
     o.headers = {{"X-A", "1"}, {"idempotency-key", "x"}};
     CHECK(fwdsink::Validate(o).field() == "headers[1]");

@@ -60,9 +60,12 @@ using http_rules::IEquals;
 // The request options of issue 10: extra headers, Basic auth, the key in the query,
 // the response rules. @ref LLP 0017#request-options
 Status ValidateRequestOptions(const ForwardOptions& o) {
-  static constexpr std::string_view kOwned[] = {"Content-Type",   "Content-Encoding",
-                                                "Content-Length", "Transfer-Encoding",
-                                                "Host",           "Connection"};
+  static constexpr std::string_view kOwned[] = {"Content-Type", "Content-Encoding",
+                                                "Content-Length", "Transfer-Encoding", "Host",
+                                                "Connection",
+                                                // A pack's member keys, and the sink's own
+                                                // 100-continue (LLP 0017#expect-continue).
+                                                "Idempotency-Members", "Expect"};
   for (std::size_t i = 0; i < o.headers.size(); ++i) {
     const auto& [name, value] = o.headers[i];
     const std::string field = "headers[" + std::to_string(i) + "]";
