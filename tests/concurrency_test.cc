@@ -153,18 +153,27 @@ TEST_CASE("AdaptiveLimit falls when the round trip rises, and not on a steady on
   AdaptiveLimit l(ConcurrencyPolicy{.max = kCeiling, .slow_start = false});
   for (int i = 0; i < 6; ++i) (void)Round(l, clock, kRtt);
   REQUIRE(l.limit() == 6);
-  SUBCASE("the round trip doubles: queueing, halve") {
+  SUBCASE("the round trip doubles: queueing, fall to the knee") {
     (void)Round(l, clock, 2 * kRtt);  // judges the last steady window: 7
     REQUIRE(l.limit() == 7);
     const auto c = Round(l, clock, 2 * kRtt);  // judges the 200 ms window
     REQUIRE(c.has_value());
     CHECK(c->why == "rtt_rising");
-    CHECK(l.limit() == 3);
+    // 7 x 150 ms tolerated / 200 ms = 5.25: to 5, not halved to 3.
+    CHECK(l.limit() == 5);
     // It keeps rising: down to 1, and no lower.
     (void)Round(l, clock, 4 * kRtt);
     (void)Round(l, clock, 8 * kRtt);
     (void)Round(l, clock, 16 * kRtt);
     CHECK(l.limit() == 1);
+  }
+  SUBCASE("a round trip far past the tolerance still halves, no lower") {
+    (void)Round(l, clock, 5 * kRtt);  // judges the last steady window: 7
+    REQUIRE(l.limit() == 7);
+    const auto c = Round(l, clock, 5 * kRtt);  // 150 / 500 = 0.3: the floor 0.5 holds
+    REQUIRE(c.has_value());
+    CHECK(c->why == "rtt_rising");
+    CHECK(l.limit() == 3);
   }
   SUBCASE("twin: a round trip within the tolerance still grows") {
     (void)Round(l, clock, milliseconds{140});

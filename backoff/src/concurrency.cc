@@ -71,8 +71,8 @@ std::optional<LimitChange> AdaptiveLimit::Observe(MonotonicTime now, std::chrono
       // end, but once per window however many senders saw it. @ref LLP 0018#signals
       window_.pushed_back = true;
       if (!window_.decreased) {
-        if (auto fell =
-                Decrease(signal == RequestSignal::kBackpressure ? "backpressure" : "error")) {
+        if (auto fell = Decrease(signal == RequestSignal::kBackpressure ? "backpressure" : "error",
+                                 policy_.decrease)) {
           change = fell;
         }
       }
@@ -81,12 +81,11 @@ std::optional<LimitChange> AdaptiveLimit::Observe(MonotonicTime now, std::chrono
   return change;
 }
 
-std::optional<LimitChange> AdaptiveLimit::Decrease(std::string_view why) {
+std::optional<LimitChange> AdaptiveLimit::Decrease(std::string_view why, double factor) {
   window_.decreased = true;
   slow_start_ = false;
   const std::size_t from = limit_;
-  const auto scaled =
-      static_cast<std::size_t>(std::floor(static_cast<double>(from) * policy_.decrease));
+  const auto scaled = static_cast<std::size_t>(std::floor(static_cast<double>(from) * factor));
   limit_ = std::max<std::size_t>(1, scaled);
   if (limit_ == from) return std::nullopt;
   return LimitChange{.from = from, .to = limit_, .why = why};
@@ -100,7 +99,11 @@ std::optional<LimitChange> AdaptiveLimit::CloseWindow(MonotonicTime now) {
     const double mean = window_.rtt_sum_us / static_cast<double>(window_.samples);
     const bool rising = baseline_us_ > 0 && mean > baseline_us_ * (1 + policy_.rtt_tolerance);
     if (rising && !window_.decreased) {
-      change = Decrease("rtt_rising");
+      // To the limit the tolerated round trip allows (limit x tolerated / mean), never
+      // by more than `decrease`: a queue that is only just too long costs a request or
+      // two, not half the pipe. A refusal or an error still halves. @ref LLP 0018#knee
+      const double knee = baseline_us_ * (1 + policy_.rtt_tolerance) / mean;
+      change = Decrease("rtt_rising", std::max(policy_.decrease, knee));
     } else if (!rising && !window_.pushed_back && !window_.decreased &&
                window_.max_in_flight >= limit_ && limit_ < policy_.max) {
       // Every slot was busy and the round trip held: latency-bound, more would help.

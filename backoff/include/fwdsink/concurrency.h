@@ -20,7 +20,8 @@ namespace fwdsink {
 // until the first fall (slow start: 1, 2, 4, 8), then by one (additive increase: 4, 5,
 // 6, ... 8, no increase past the ceiling). A 429/503, a transport error or a window
 // whose mean round trip passed 1.5 x the baseline halves it (8, 4, 2, 1, 1: never below
-// one), at most once per window.
+// one), at most once per window; a round trip only a little past that falls less, to
+// limit x 1.5 x baseline / mean (LLP 0018#knee).
 // @ref LLP 0018#signals
 struct ConcurrencyPolicy {
   // true: AIMD between 1 and `max` (--concurrency adaptive). false: always `max`
@@ -96,7 +97,8 @@ class AdaptiveLimit {
     bool pushed_back = false;  // a refusal, an error or a pacer hold: no increase
     bool decreased = false;    // the limit fell in this window already
   };
-  std::optional<LimitChange> Decrease(std::string_view why);
+  // Scales the limit by `factor` in (0, 1), never below one.
+  std::optional<LimitChange> Decrease(std::string_view why, double factor);
   std::optional<LimitChange> CloseWindow(MonotonicTime now);
   [[nodiscard]] std::chrono::microseconds WindowLength() const;
 
