@@ -133,7 +133,7 @@ TEST_CASE("ASplitChunkWithPoisonOnAWritableSpoolIsProgress") {
 // A poison that cannot be dead-lettered while the window has acknowledged chunks past
 // the split it sits in (LLP 0014#window-refusal): the cursor moves to the poison and
 // keeps the journal past it, so the clean pass re-sends no acknowledged chunk under a
-// second key. It stored 11 rows twice when the cursor moved there without its journal.
+// second key. It stored 20 rows twice when the cursor moved there without its journal.
 TEST_CASE("APoisonThatCannotBeDeadLetteredKeepsTheChunksAckedPastItsSplit") {
   const fs::path dir = CentralProcess::ScratchDir("durable_window_poison");
   CentralProcess central(dir / "central");
@@ -166,7 +166,7 @@ TEST_CASE("APoisonThatCannotBeDeadLetteredKeepsTheChunksAckedPastItsSplit") {
     REQUIRE(fwdsink::test::DeadRows(spool / "dead").empty());  // the fault fired
     REQUIRE(fs::exists(spool / "ready" / "p.ndjson"));
   }
-  const auto keys_before = central.request_log().size();
+  const auto requests_before = central.request_log().size();
   DaemonProcess clean(dir, "clean", args);
   const auto code = clean.Wait(kRunTimeout);
   INFO("clean stderr:\n" << clean.err());
@@ -179,7 +179,7 @@ TEST_CASE("APoisonThatCannotBeDeadLetteredKeepsTheChunksAckedPastItsSplit") {
     missing += got[lines[i]] == 0 ? 1 : 0;
     twice += got[lines[i]] > 1 ? 1 : 0;
   }
-  MESSAGE("requests of the clean pass: " << central.request_log().size() - keys_before);
+  MESSAGE("requests of the clean pass: " << central.request_log().size() - requests_before);
   CHECK(missing == 0);
   CHECK(twice == 0);
   CHECK(fwdsink::test::DeadRows(spool / "dead") == std::vector<std::string>{lines[poisoned]});

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <string>
 
+#include "engine/request.h"
 #include "fwdsink/forward_sink.h"
 #include "fwdsink/transport.h"
 #include "io/http_rules.h"
@@ -65,7 +66,7 @@ Status ValidateRequestOptions(const ForwardOptions& o) {
                                                 "Connection",
                                                 // A pack's member keys, and the sink's own
                                                 // 100-continue (LLP 0017#expect-continue).
-                                                "Idempotency-Members", "Expect"};
+                                                kMembersHeader, "Expect"};
   for (std::size_t i = 0; i < o.headers.size(); ++i) {
     const auto& [name, value] = o.headers[i];
     const std::string field = "headers[" + std::to_string(i) + "]";
