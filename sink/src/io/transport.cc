@@ -241,7 +241,15 @@ class HttplibTransport final : public HttpTransport {
     socket_.ClearInterrupt();
     watchdog_.Arm(deadlines.headers, "response headers");
     httplib::Request req = Head(headers, body.size(), query_param);
-    req.body.swap(body);  // zero-copy; swapped back below
+    // The body goes out through a content provider that reads `body` in place: a body in
+    // `req.body` would be copied once more per request by cpp-httplib 0.11 (its
+    // handle_request keeps a copy of the request for redirects).
+    // @ref LLP 0017#body-in-place
+    req.content_length_ = body.size();
+    req.content_provider_ = [&body](std::size_t offset, std::size_t length,
+                                    httplib::DataSink& sink) {
+      return sink.write(body.data() + offset, length);
+    };
 
     HttpResponse& r = out.response;
     const std::size_t prefix_cap = opt_.body_prefix_bytes;
@@ -268,7 +276,6 @@ class HttplibTransport final : public HttpTransport {
     httplib::Error err = httplib::Error::Success;
     const bool ok = client_->send(req, res, err);
     const std::optional<std::string_view> late = watchdog_.Disarm();
-    body.swap(req.body);
     if (late && !ok) client_->stop();  // make sure the abandoned connection is closed
     // The server answered without reading a body cpp-httplib believes it sent: the
     // connection cannot carry another request. @ref LLP 0017#expect-continue
