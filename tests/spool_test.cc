@@ -8,6 +8,7 @@
 #include <chrono>
 #include <filesystem>
 #include <string>
+#include <unordered_set>
 #include <vector>
 
 #include "dir_events.h"
@@ -250,6 +251,39 @@ TEST_CASE("ListReady lists sealed partitions oldest first and ignores the rest")
   CHECK((*list)[1].size == 3);
   CHECK((*list)[2].name == "20261130T110000.000Z-1-00000003");
   CHECK((*list)[2].size == 4);
+  // The scan's mtime is the file's (the identity a pack's manifest records).
+  const auto state = spool->PartitionState("20261130T100000.000Z-1-00000002");
+  REQUIRE(state.ok());
+  CHECK((*list)[1].mtime_ns == state->mtime_ns);
+  CHECK((*list)[1].mtime_ns > 0);
+}
+
+TEST_CASE("CursorNames lists the partitions that have a cursor record, and nothing else") {
+  const fs::path dir = FreshDir(kSuite, "cursor_names");
+  Spool spool = OpenWithPartition(dir);
+  constexpr const char* kOther = "20261130T102124.124Z-42-00000002";
+  WriteFile(spool.PartitionPath(kOther), kRows);
+  // Twin: no record yet, no name.
+  auto none = spool.CursorNames();
+  REQUIRE(none.ok());
+  CHECK(none->empty());
+  REQUIRE(spool.SaveCursor(kPartition, kSecondLineStart).ok());
+  WriteFile(spool.state_dir() / "notes.txt", "x");  // not a cursor
+  WriteFile(spool.state_dir() / ".cursor", "x");    // no name
+  auto names = spool.CursorNames();
+  REQUIRE(names.ok());
+  CHECK(*names == std::unordered_set<std::string>{kPartition});
+  // A corrupt record is a record too: LoadCursor does not say kMissing for it.
+  WriteFile(spool.state_dir() / (std::string(kOther) + ".cursor"), "garbage");
+  REQUIRE(spool.CursorNames().ok());
+  CHECK(spool.CursorNames()->contains(kOther));
+  CHECK(spool.LoadCursor(kOther).status != CursorStatus::kMissing);
+  // A state/ that cannot be listed is an error that names it.
+  fs::remove_all(spool.state_dir());
+  WriteFile(spool.state_dir(), "a file");
+  const auto broken = spool.CursorNames();
+  REQUIRE_FALSE(broken.ok());
+  CHECK(broken.status().message().find("state") != std::string::npos);
 }
 
 TEST_CASE("MarkDelivered removes the partition and its cursor only") {

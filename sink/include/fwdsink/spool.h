@@ -19,6 +19,7 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -44,6 +45,7 @@ struct ReadyPartition {
   std::string name;            // without the ".ndjson" extension
   std::filesystem::path path;  // SPOOL/ready/<name>.ndjson
   std::uint64_t size = 0;      // bytes
+  std::int64_t mtime_ns = 0;   // last modification, ns since the epoch, as the scan saw it
 };
 
 // An entry of ready/ that ScanReady() refuses to send.
@@ -174,6 +176,9 @@ class Spool {
   // line start. A torn or invalid record yields kCorrupt with offset 0, no journal and
   // no failure history (LLP 0020#corrupt-cursor).
   [[nodiscard]] CursorState LoadCursor(std::string_view name) const;
+  // The partitions that have a cursor record in state/ (LoadCursor would not say
+  // kMissing), from one listing of the folder; kIo "cannot list <dir>: <reason>".
+  [[nodiscard]] Result<std::unordered_set<std::string>> CursorNames() const;
 
   // Persists `offset` (the end of the contiguous acknowledged prefix) and the journal
   // `ranges` (CursorState::ranges' rules; none: nothing in flight) atomically as a v2

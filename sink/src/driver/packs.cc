@@ -8,7 +8,9 @@
 #include <atomic>
 #include <filesystem>
 #include <mutex>
+#include <string>
 #include <system_error>
+#include <unordered_set>
 
 #include "driver/driver_impl.h"
 #include "driver/packs.h"
@@ -138,21 +140,28 @@ Chosen Choose(const Spool& spool, const DriverOptions& options, const std::set<s
               std::int64_t now_ns, const std::vector<ReadyPartition>& ready) {
   const std::uint64_t chunk = options.forward.chunker.chunk_bytes;
   const std::uint64_t below = options.pack_below.value_or(chunk / 2);
+  // One listing of state/ for the tick, not a failed open per small partition (LLP
+  // 0027#figures); should the listing fail, each partition is asked.
+  const Result<std::unordered_set<std::string>> cursors = spool.CursorNames();
+  const auto has_cursor = [&](const std::string& name) {
+    if (!cursors.ok()) return spool.LoadCursor(name).status != CursorStatus::kMissing;
+    return cursors->contains(name);
+  };
   std::vector<bool> packable(ready.size(), false);
   for (std::size_t i = 0; i < ready.size(); ++i) {
     const ReadyPartition& p = ready[i];
     // A partition with a cursor (partly sent, or failing alone) is sent as before.
-    packable[i] = p.size > 0 && p.size < below && !alone.contains(p.name) &&
-                  spool.LoadCursor(p.name).status == CursorStatus::kMissing;
+    packable[i] = p.size > 0 && p.size < below && !alone.contains(p.name) && !has_cursor(p.name);
   }
   const auto items = internal::ChoosePacks(
       ready, packable, {.max_bytes = chunk, .max_header_bytes = kMaxMembersHeaderBytes});
   Chosen out;
   for (const internal::PackItem& item : items) {
     std::vector<ManifestMember> members;
+    // As the tick's scan saw them (lstat): a member changed since is caught when the
+    // pack is read (LLP 0027#changed).
     for (std::size_t i : item.members) {
-      auto state = spool.PartitionState(ready[i].name);
-      if (state) members.push_back({ready[i].name, state->size, state->mtime_ns});
+      members.push_back({ready[i].name, ready[i].size, ready[i].mtime_ns});
     }
     // pack_linger: a run that more small partitions may still join waits for them.
     const bool young =

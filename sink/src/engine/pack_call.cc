@@ -4,12 +4,7 @@
 // Request (the pack's key, its members' keys), runs one Attempt through the same gate,
 // pacer, budget and verdicts as a chunk, and concludes with the conclusion table.
 // @ref LLP 0027#call
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <utility>
 
 #include "engine/attempt.h"
@@ -20,7 +15,7 @@
 #include "fwdsink/endpoints.h"
 #include "fwdsink/forward_pack.h"
 #include "fwdsink/pack_manifest.h"
-#include "fwdsink/read_file.h"
+#include "io/file_reader.h"
 
 namespace fwdsink {
 namespace {
@@ -34,29 +29,30 @@ void Add(std::atomic<std::uint64_t>& counter, std::uint64_t n = 1) {
 // Appends the whole of `m` to `body` if it is still the file its manifest names; returns
 // why not otherwise ("gone", "grew", "changed", "torn").
 std::string_view ReadMember(const PackMember& m, std::string& body) {
-  // The identity first (lstat: never follows a link), then the bytes through the one
-  // way the library reads a whole file (LLP 0023#regular-files), capped at the size
-  // the manifest names: a member rewritten in between is caught by the size, the
-  // mtime or the read's own cap.
-  struct stat st {};
-  if (::lstat(m.path.c_str(), &st) != 0) return errno == ENOENT ? "gone" : "torn";
-  if (!S_ISREG(st.st_mode)) return "torn";
-  const std::int64_t mtime =
-      static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+  // Opened never through a link (O_NOFOLLOW) and without blocking on a FIFO, checked on
+  // the open descriptor, then read straight into the body, capped at the size the
+  // manifest names: four system calls a member (LLP 0027#figures). A member rewritten in
+  // between is caught by the size, the mtime or the read itself. @ref LLP 0023#spool
+  Result<internal::FileReader> file = internal::FileReader::Open(m.path);
+  if (!file.ok()) return file.status().code() == StatusCode::kNotFound ? "gone" : "torn";
+  const Result<internal::FileInfo> info = file->Stat();
+  if (!info.ok() || !info->regular) return "torn";
   // Grown: rows appended after hand-over (sent alone, as LLP 0023#handover keeps them);
   // anything else is a rewrite.
-  if (static_cast<std::uint64_t>(st.st_size) > m.size) return "grew";
-  if (static_cast<std::uint64_t>(st.st_size) != m.size || mtime != m.mtime_ns) return "changed";
-  Result<std::string> read = ReadRegularFile(
-      m.path,
-      ReadFileOptions{.max_bytes = static_cast<std::size_t>(m.size), .follow_symlinks = false});
-  if (!read.ok()) return read.status().code() == StatusCode::kNotFound ? "gone" : "changed";
-  const std::string& got = read.value();
-  // Whole lines only: a member must end with '\n' (a sealed partition does).
-  if (got.size() != m.size) return "changed";
-  if (got.empty() || got.back() != '\n') return "torn";
-  body += got;
-  return {};
+  if (info->size > m.size) return "grew";
+  if (info->size != m.size || info->mtime_ns != m.mtime_ns) return "changed";
+  const std::size_t at = body.size();
+  body.resize(at + static_cast<std::size_t>(m.size));
+  const Result<std::size_t> got =
+      file->ReadAt(0, body.data() + at, static_cast<std::size_t>(m.size));
+  std::string_view bad;
+  if (!got.ok() || *got != m.size) {
+    bad = "changed";
+  } else if (m.size == 0 || body.back() != '\n') {
+    bad = "torn";  // whole lines only: a member must end with '\n' (a sealed partition does)
+  }
+  if (!bad.empty()) body.resize(at);
+  return bad;
 }
 
 }  // namespace

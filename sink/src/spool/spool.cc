@@ -154,7 +154,7 @@ namespace {
 // What ready/<file> is, looked at without following a symlink: a partition to send
 // (nullopt), or why not. Dotfiles and vanished entries are skipped (`skip`).
 std::optional<RefusedEntry> Examine(const fs::directory_entry& entry, const std::string& file,
-                                    std::uint64_t& size, bool& skip) {
+                                    ReadyPartition& found, bool& skip) {
   skip = false;
   if (file.starts_with(".")) {  // our own temp files, and "." / ".."
     skip = true;
@@ -179,7 +179,9 @@ std::optional<RefusedEntry> Examine(const fs::directory_entry& entry, const std:
     return refuse("hard_link", "a file with " + std::to_string(st.st_nlink) +
                                    " hard links (each name would be sent)");
   }
-  size = static_cast<std::uint64_t>(st.st_size);
+  found.size = static_cast<std::uint64_t>(st.st_size);
+  found.mtime_ns =
+      static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
   return std::nullopt;
 }
 
@@ -194,16 +196,17 @@ Result<ReadyScan> Spool::ScanReady() const {
   for (const fs::directory_iterator end; it != end; it.increment(ec)) {
     if (ec) return spool_io::IoError("cannot list", ready_dir(), ec);
     const std::string file = it->path().filename().string();
-    std::uint64_t size = 0;
+    ReadyPartition found;
     bool skip = false;
-    std::optional<RefusedEntry> refused = Examine(*it, file, size, skip);
+    std::optional<RefusedEntry> refused = Examine(*it, file, found, skip);
     if (skip) continue;
     if (refused) {
       out.refused.push_back(std::move(*refused));
       continue;
     }
-    std::string name = file.substr(0, file.size() - kPartitionExt.size());
-    out.ready.push_back(ReadyPartition{std::move(name), it->path(), size});
+    found.name = file.substr(0, file.size() - kPartitionExt.size());
+    found.path = it->path();
+    out.ready.push_back(std::move(found));
   }
   if (ec) return spool_io::IoError("cannot list", ready_dir(), ec);
   std::sort(out.ready.begin(), out.ready.end(),
@@ -303,6 +306,20 @@ SpoolLock& SpoolLock::operator=(SpoolLock&& other) noexcept {
 // with a daemon that just opened it).
 SpoolLock::~SpoolLock() {
   if (fd_ >= 0) ::close(fd_);
+}
+
+Result<std::unordered_set<std::string>> Spool::CursorNames() const {
+  std::unordered_set<std::string> names;
+  std::error_code ec;
+  fs::directory_iterator it(state_dir(), ec);
+  for (const fs::directory_iterator end; !ec && it != end; it.increment(ec)) {
+    const std::string file = it->path().filename().string();
+    if (file.size() > kCursorExt.size() && file.ends_with(kCursorExt)) {
+      names.insert(file.substr(0, file.size() - kCursorExt.size()));
+    }
+  }
+  if (ec) return spool_io::IoError("cannot list", state_dir(), ec);
+  return names;
 }
 
 CursorState Spool::LoadCursor(std::string_view name) const {
