@@ -241,15 +241,7 @@ class HttplibTransport final : public HttpTransport {
     socket_.ClearInterrupt();
     watchdog_.Arm(deadlines.headers, "response headers");
     httplib::Request req = Head(headers, body.size(), query_param);
-    // The body goes out through a content provider that reads `body` in place: a body in
-    // `req.body` would be copied once more per request by cpp-httplib 0.11 (its
-    // handle_request keeps a copy of the request for redirects).
-    // @ref LLP 0017#body-in-place
-    req.content_length_ = body.size();
-    req.content_provider_ = [&body](std::size_t offset, std::size_t length,
-                                    httplib::DataSink& sink) {
-      return sink.write(body.data() + offset, length);
-    };
+    SendInPlace(req, body);
 
     HttpResponse& r = out.response;
     const std::size_t prefix_cap = opt_.body_prefix_bytes;
@@ -314,6 +306,18 @@ class HttplibTransport final : public HttpTransport {
       req.headers.emplace("Expect", "100-continue");
     }
     return req;
+  }
+
+  // The body goes out through a content provider that reads `body` where it lies: in
+  // `req.body` it would be copied once more per request by cpp-httplib 0.11 (its
+  // handle_request keeps a copy of the request for redirects). `body` must outlive the
+  // send. @ref LLP 0017#body-in-place
+  static void SendInPlace(httplib::Request& req, const std::string& body) {
+    req.content_length_ = body.size();
+    req.content_provider_ = [&body](std::size_t offset, std::size_t length,
+                                    httplib::DataSink& sink) {
+      return sink.write(body.data() + offset, length);
+    };
   }
 
   // Copies the status and the headers the verdict and the pacer read.
