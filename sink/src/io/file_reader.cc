@@ -66,10 +66,8 @@ Result<FileReader> FileReader::Open(fs::path path, PreadFn pread_fn) {
 Result<FileInfo> FileReader::Stat() const {
   struct stat st {};
   if (::fstat(fd_.get(), &st) != 0) return IoError("cannot stat", path_, errno);
-  return FileInfo{
-      static_cast<std::uint64_t>(st.st_size), S_ISREG(st.st_mode),
-      static_cast<std::uint64_t>(st.st_nlink),
-      static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
+  return FileInfo{static_cast<std::uint64_t>(st.st_size), S_ISREG(st.st_mode),
+                  static_cast<std::uint64_t>(st.st_nlink), MtimeNs(st)};
 }
 
 Result<std::size_t> FileReader::ReadAt(std::uint64_t offset, char* dst, std::size_t n) const {

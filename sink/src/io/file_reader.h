@@ -4,6 +4,7 @@
 // "offset is at a line start" check. Not installed. @ref LLP 0020#reads
 #pragma once
 
+#include <sys/stat.h>
 #include <sys/types.h>
 #include <unistd.h>
 
@@ -49,6 +50,12 @@ using PreadFn = ssize_t (*)(int fd, void* buf, std::size_t count, off_t offset);
 // has no shared file position).
 [[nodiscard]] ssize_t ReadFullAt(int fd, char* dst, std::size_t n, std::uint64_t offset,
                                  PreadFn pread_fn = ::pread);
+
+// A stat(2) result's modification time, in ns since the epoch: the one form the spool
+// keeps (scan, partition state, manifests, FileInfo).
+[[nodiscard]] inline std::int64_t MtimeNs(const struct stat& st) noexcept {
+  return static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+}
 
 // Metadata of an open file, from fstat(2).
 struct FileInfo {

@@ -180,8 +180,7 @@ std::optional<RefusedEntry> Examine(const fs::directory_entry& entry, const std:
                                    " hard links (each name would be sent)");
   }
   found.size = static_cast<std::uint64_t>(st.st_size);
-  found.mtime_ns =
-      static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec;
+  found.mtime_ns = internal::MtimeNs(st);
   return std::nullopt;
 }
 
@@ -243,9 +242,7 @@ Result<Spool::FileState> Spool::PartitionState(std::string_view name) const {
     if (errno == ENOENT) return Status(StatusCode::kNotFound, "no partition " + path.string());
     return spool_io::IoError("cannot stat", path, errno);
   }
-  return FileState{
-      static_cast<std::uint64_t>(st.st_size),
-      static_cast<std::int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
+  return FileState{static_cast<std::uint64_t>(st.st_size), internal::MtimeNs(st)};
 }
 
 Result<std::vector<fs::path>> Spool::EnsureFolders() const {
