@@ -93,6 +93,30 @@ void Seal(const fs::path& spool, std::uint64_t n, std::optional<std::uint64_t> b
   REQUIRE(w->Seal().ok());
 }
 
+// Seals `partitions` partitions of `per` rows each, rows numbered on across them (with
+// `bad` replaced by a malformed row): the small partitions a pack carries.
+void SealSmall(const fs::path& spool, std::uint64_t partitions, std::uint64_t per,
+               std::optional<std::uint64_t> bad = {}) {
+  for (std::uint64_t p = 0; p < partitions; ++p) {
+    auto w = fwdsink::SpoolWriter::Open(spool);
+    REQUIRE(w.ok());
+    for (std::uint64_t i = p * per; i < (p + 1) * per; ++i) {
+      REQUIRE(w->Append(bad && *bad == i ? R"({"ts":"bad","host":"h","v":"not a number"})" : Row(i))
+                  .ok());
+    }
+    REQUIRE(w->Seal().ok());
+  }
+}
+
+// The value of counter `name` in the daemon's exit event (-1: not there).
+long long ExitCounter(const std::string& err, const std::string& name) {
+  const auto exit_at = err.find(R"("event":"daemon.exit")");
+  if (exit_at == std::string::npos) return -1;
+  const auto at = err.find("\"" + name + "\":", exit_at);
+  if (at == std::string::npos) return -1;
+  return std::stoll(err.substr(at + name.size() + 3));
+}
+
 // sum(v) of rows [0, n) without `skip`: sum of i + 0.5, exact in a double here.
 std::string ExpectedSum(std::uint64_t n, std::optional<std::uint64_t> skip = {}) {
   double sum = static_cast<double>(n) * static_cast<double>(n - 1) / 2 + 0.5 * n;
@@ -219,6 +243,57 @@ TEST_CASE("ClickHouse: one malformed row is dead-lettered, every other row deliv
   CHECK(err.find(R"("reason":"CANNOT_PARSE_INPUT_ASSERTION_FAILED")") != std::string::npos);
   // The twin: without the profile, 18.16's 500 is a server error, retried in place.
   CHECK(err.find(R"("event":"forward.backpressure")") == std::string::npos);
+}
+
+// Issue 23 item 6: a pack of small partitions is one insert; a bad row in one member is
+// dead-lettered in that member's partition alone (the refused pack's members go alone,
+// LLP 0027#refusals). The twin:
+// with --pack-below 0 each partition is its own insert. @ref LLP 0017#packs
+TEST_CASE("ClickHouse: small partitions go as packs, one insert each; a bad row stays in its own") {
+  REQUIRE_CLICKHOUSE(ch);
+  constexpr std::uint64_t kParts = 300, kPer = 20, kBad = 2345;  // row 2345: partition 117
+  for (const bool packed : {true, false}) {
+    CAPTURE(packed);
+    const std::string table = packed ? "t_packs" : "t_no_packs";
+    ch->Table(table);
+    const fs::path dir = fwdsink::test::FreshDir(kSuite, table);
+    SealSmall(dir / "spool", kParts, kPer, kBad);
+    std::vector<std::string> args = {"forward",
+                                     "--spool",
+                                     (dir / "spool").string(),
+                                     "--url",
+                                     ch->Url(table),
+                                     "--once",
+                                     "--log-json",
+                                     "--profile",
+                                     "clickhouse",
+                                     "--compression",
+                                     "identity",
+                                     "--chunk-bytes",
+                                     "64k"};
+    if (!packed) args.insert(args.end(), {"--pack-below", "0"});
+    std::string err;
+    CHECK(RunDaemon(dir, args, &err) == kExitDataErr);
+    INFO(err.substr(0, 3000));
+    CHECK(ch->Query("SELECT count(), uniqExact(ts), toString(sum(v)) FROM " + table) ==
+          std::to_string(kParts * kPer - 1) + "\t" + std::to_string(kParts * kPer - 1) + "\t" +
+              ExpectedSum(kParts * kPer, kBad) + "\n");
+    CHECK(Count(err, R"("event":"driver.dead_letter")") == 1);
+    CHECK(Count(err, R"("event":"forward.delivered")") == kParts);
+    const long long packs = ExitCounter(err, "packs_sent");
+    const long long packed_parts = ExitCounter(err, "partitions_packed");
+    MESSAGE("packs acknowledged: " << packs << ", partitions in them: " << packed_parts);
+    if (packed) {
+      // Partitions of ~1.1 KB: ~58 to a 64 KiB pack, six packs. The one with the bad row is
+      // refused whole and its members go alone (LLP 0027#refusals): five acknowledged.
+      CHECK(packs == 5);
+      CHECK(packed_parts >= static_cast<long long>(kParts) - 64);
+      CHECK(packed_parts < static_cast<long long>(kParts));
+    } else {
+      CHECK(packs == 0);
+      CHECK(packed_parts == 0);
+    }
+  }
 }
 
 TEST_CASE("ClickHouse: an unknown table stops at once, named, exit 78, no retry loop") {

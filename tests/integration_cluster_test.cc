@@ -149,12 +149,13 @@ void CreateTable(Cluster& c, const std::string& table) {
   }
 }
 
-// Seals kPartitions partitions of kRowsPerPartition rows each; seq runs over [0, kRows).
-void SealRows(const fs::path& spool) {
-  for (std::uint64_t p = 0; p < kPartitions; ++p) {
+// Seals `partitions` partitions of `per` rows each; seq runs over [0, partitions x per).
+void SealRows(const fs::path& spool, std::uint64_t partitions = kPartitions,
+              std::uint64_t per = kRowsPerPartition) {
+  for (std::uint64_t p = 0; p < partitions; ++p) {
     auto w = fwdsink::SpoolWriter::Open(spool);
     REQUIRE(w.ok());
-    for (std::uint64_t i = p * kRowsPerPartition; i < (p + 1) * kRowsPerPartition; ++i) {
+    for (std::uint64_t i = p * per; i < (p + 1) * per; ++i) {
       REQUIRE(w->Append(R"({"seq":)" + std::to_string(i) + R"(,"host":"web-)" +
                         std::to_string(i % 17) + R"(","pad":"row )" + std::to_string(i * 7919) +
                         R"( of the cluster test"})")
@@ -186,8 +187,8 @@ std::string Settled(const ClickHouseProcess& r, const std::string& table) {
   return r.Query("SELECT count(), uniqExact(seq) FROM " + table);
 }
 
-void CheckExactlyOnce(Cluster& c, const std::string& table) {
-  const std::string want = std::to_string(kRows) + "\t" + std::to_string(kRows) + "\n";
+void CheckExactlyOnce(Cluster& c, const std::string& table, std::uint64_t rows = kRows) {
+  const std::string want = std::to_string(rows) + "\t" + std::to_string(rows) + "\n";
   CHECK(Settled(*c.r1, table) == want);
   CHECK(Settled(*c.r2, table) == want);
 }
@@ -465,6 +466,35 @@ TEST_CASE("cluster: a proxy that drops one in 10 acknowledgements costs no dupli
   MESSAGE("re-sent blocks ClickHouse dropped as duplicates: " << refused);
   CHECK(refused >= static_cast<std::uint64_t>(p1.dropped() + p2.dropped()));
   CheckExactlyOnce(*c, table);
+}
+
+// Issue 23 item 6: a re-sent pack carries the same members' bytes in the same order, so
+// the replicated table's block dedup drops it like a re-sent chunk. The twin is the case
+// above: the same proxy with one partition per request. @ref LLP 0017#packs
+TEST_CASE("cluster: packs of small partitions whose acknowledgements are dropped are stored once") {
+  REQUIRE_CLUSTER(c);
+  const std::string table = "t_packs";
+  CreateTable(*c, table);
+  const fs::path dir = fwdsink::test::FreshDir(kSuite, "packs_ack_drop");
+  const fs::path spool = dir / "spool";
+  constexpr std::uint64_t kSmall = 600, kPer = 20;  // ~1.5 KB each: ~20 to a 32 KiB pack
+  SealRows(spool, kSmall, kPer);
+  const std::uint64_t duplicates_before = DuplicateBlocks(*c);
+  AckDropProxy p1(c->r1->port(), 4), p2(c->r2->port(), 4);
+  std::string err;
+  CHECK(RunToEmpty(dir, "daemon", spool, {p1.url(table), p2.url(table)}, &err, {}, "1,2") == 0);
+  INFO(err.substr(0, 3000));
+  const std::size_t packs = Occurrences(err, R"("event":"forward.pack_delivered")");
+  MESSAGE("packs delivered: " << packs << "; acknowledgements dropped: " << p1.dropped() << " + "
+                              << p2.dropped());
+  CHECK(packs >= 20);
+  CHECK(packs <= kSmall / 10);
+  CHECK(Occurrences(err, R"("event":"forward.delivered")") == kSmall);
+  CHECK(p1.dropped() + p2.dropped() >= 4);
+  const std::uint64_t refused = DuplicateBlocks(*c) - duplicates_before;
+  MESSAGE("re-sent packs ClickHouse dropped as duplicates: " << refused);
+  CHECK(refused >= static_cast<std::uint64_t>(p1.dropped() + p2.dropped()));
+  CheckExactlyOnce(*c, table, kSmall * kPer);
 }
 
 TEST_CASE("cluster: a replica killed and restarted during the run loses and doubles nothing") {
