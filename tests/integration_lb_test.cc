@@ -13,6 +13,8 @@
 #include <fstream>
 #include <thread>
 
+#include "fwdsink/forward_pack.h"
+#include "fwdsink/pack_manifest.h"
 #include "fwdsink/transport.h"
 #include "it_support.h"
 #include "two_receivers.h"
@@ -232,6 +234,68 @@ TEST_CASE("behind nginx: a body over the Expect threshold is accepted, a limit_r
   REQUIRE(log.size() == 1);  // the refused one never reached the backend
   CHECK(log[0]["status"] == 200);
   CHECK(log[0]["body_bytes"] == size);
+}
+
+
+// A pack's member keys go on up to kMaxMembersHeaderLines field lines of at most
+// kMaxMembersHeaderBytes each (LLP 0027#choice): nginx's default buffers (4 x 8 KiB, one
+// line per buffer) take them; the same keys on one line are refused before the backend.
+TEST_CASE("behind nginx: a pack's member keys on three field lines pass, on one line not") {
+  if (!fs::exists(kNginx)) {
+    MESSAGE("nginx is not installed (scripts/deps.sh installs nginx-light): skipped");
+    return;
+  }
+  const fs::path dir = CentralProcess::ScratchDir("members_lb");
+  CentralProcess central(dir / "central");
+  REQUIRE(central.Start());
+  const int port = FreePort();
+  WriteLimitConf(dir / "nginx", port, central.port());
+  NginxProcess nginx(dir / "nginx");
+  httplib::Client probe("127.0.0.1", port);
+  REQUIRE(WaitFor([&] { return static_cast<bool>(probe.Get("/stats")); }, seconds(10)));
+
+  // Keys of a daemon's names until three lines are as full as a pack may make them.
+  std::vector<fwdsink::ManifestMember> members;
+  std::vector<std::string_view> lines;
+  for (int i = 0;; ++i) {
+    members.push_back({"host-0042.collectd.cpu-" + std::to_string(1'000'000 + i), 2500, 0});
+    const auto keys = fwdsink::MemberKeys(members);
+    if (fwdsink::MembersHeaderLines(keys, fwdsink::kMaxMembersHeaderBytes).size() >
+        fwdsink::kMaxMembersHeaderLines) {
+      members.pop_back();
+      break;
+    }
+  }
+  const std::string keys = fwdsink::MemberKeys(members);
+  lines = fwdsink::MembersHeaderLines(keys, fwdsink::kMaxMembersHeaderBytes);
+  REQUIRE(lines.size() == fwdsink::kMaxMembersHeaderLines);
+  MESSAGE(members.size() << " member keys, " << keys.size() << " bytes on " << lines.size()
+                         << " lines");
+
+  fwdsink::TransportOptions o;
+  o.connect_timeout = seconds(2);
+  o.read_timeout = seconds(10);
+  auto created =
+      fwdsink::HttpTransport::Create("http://127.0.0.1:" + std::to_string(port) + "/ingest", o);
+  REQUIRE(created.ok());
+  auto& t = **created;
+  std::string body = "{\"i\":1}\n";
+  fwdsink::HeaderList base = {{"Content-Type", "application/x-ndjson"},
+                              {"Idempotency-Key", "pack:members"}};
+  // Twin first (nginx refuses it while reading the head, before limit_req counts it).
+  auto one_line = base;
+  one_line.emplace_back("Idempotency-Members", keys);
+  const auto refused = t.Post(one_line, body, "", {});
+  CHECK_MESSAGE(refused.error == fwdsink::TransportError::kNone, refused.message);
+  CHECK(refused.response.status == 400);
+  auto split = base;
+  for (const auto l : lines) split.emplace_back("Idempotency-Members", std::string(l));
+  const auto accepted = t.Post(split, body, "", {});
+  CHECK_MESSAGE(accepted.error == fwdsink::TransportError::kNone, accepted.message);
+  CHECK(accepted.response.status == 200);
+  const auto log = central.request_log();
+  REQUIRE(log.size() == 1);  // the one-line head never reached the backend
+  CHECK(log[0]["status"] == 200);
 }
 
 }  // namespace

@@ -14,6 +14,7 @@
 #include "driver/packs.h"
 #include "fake_clock.h"
 #include "fwdsink/driver.h"
+#include "fwdsink/forward_pack.h"
 #include "fwdsink/pack_manifest.h"
 #include "scripted_server.h"
 #include "test_files.h"
@@ -78,12 +79,12 @@ struct Harness {
 
   Harness(const fs::path& spool, const std::string& url,
           std::optional<std::uint64_t> pack_below = std::nullopt,
-          std::chrono::milliseconds budget = 300s) {
+          std::chrono::milliseconds budget = 300s, std::uint64_t chunk_bytes = kChunkBytes) {
     fwdsink::DriverOptions o;
     o.spool_dir = spool;
     o.forward.url = url;
     o.forward.compression = fwdsink::Compression::kIdentity;
-    o.forward.chunker.chunk_bytes = kChunkBytes;
+    o.forward.chunker.chunk_bytes = chunk_bytes;
     o.forward.backpressure.jitter = 0;
     o.forward.backpressure.inline_budget = budget;
     if (budget < 30s) o.forward.backpressure.ladder = {1s};
@@ -128,6 +129,42 @@ TEST_CASE("PackKeyIsStableForTheSameMembersAndChangesWithThem") {
   auto fewer = m;
   fewer.erase(fewer.begin() + 1);
   CHECK(fwdsink::PackKey(fewer) != key);
+}
+
+TEST_CASE("MembersHeaderLinesCutsBetweenKeysAndJoinsBackToTheList") {
+  const std::string list = "a:0-10, bb:0-20, ccc:0-30, d:0-4";  // keys of 6, 7, 8, 5 bytes
+  const auto join = [](const std::vector<std::string_view>& lines) {
+    std::string out;
+    for (const auto l : lines) out += (out.empty() ? "" : ", ") + std::string(l);
+    return out;
+  };
+  SUBCASE("as many keys to a line as fit") {
+    const auto lines = fwdsink::MembersHeaderLines(list, 15);  // "a:0-10, bb:0-20" is 15
+    REQUIRE(lines.size() == 2);
+    CHECK(lines[0] == "a:0-10, bb:0-20");
+    CHECK(lines[1] == "ccc:0-30, d:0-4");
+    CHECK(join(lines) == list);
+  }
+  SUBCASE("one byte less moves a key to the next line, and a line never passes its bytes") {
+    const auto lines = fwdsink::MembersHeaderLines(list, 14);
+    REQUIRE(lines.size() == 4);  // "ccc:0-30, d:0-4" is 15
+    CHECK(lines[0] == "a:0-10");
+    CHECK(lines[1] == "bb:0-20");
+    CHECK(lines[2] == "ccc:0-30");
+    CHECK(lines[3] == "d:0-4");
+    CHECK(join(lines) == list);
+  }
+  SUBCASE("a key longer than a line is a line alone") {
+    const auto lines = fwdsink::MembersHeaderLines(list, 3);
+    REQUIRE(lines.size() == 4);
+    CHECK(lines[2] == "ccc:0-30");
+    CHECK(join(lines) == list);
+  }
+  SUBCASE("twin: a list that fits is one line, and no list is no line") {
+    CHECK(fwdsink::MembersHeaderLines(list, list.size()) ==
+          std::vector<std::string_view>{list});
+    CHECK(fwdsink::MembersHeaderLines("", 10).empty());
+  }
 }
 
 TEST_CASE("AManifestRoundTripsAndATornOneIsRefused") {
@@ -178,6 +215,22 @@ TEST_CASE("ChoosePacksTakesConsecutiveSmallOnesUpToTheLimits") {
   const auto by_header = fwdsink::internal::ChoosePacks(
       ready, packable, {.max_bytes = 100000, .max_header_bytes = 20});
   CHECK(by_header[0].members == std::vector<std::size_t>{0, 1});
+  // Two field lines of 20 bytes hold four keys ("p0:0-100, p1:0-100" is 18 on a line).
+  const auto two_lines = fwdsink::internal::ChoosePacks(
+      ready, packable, {.max_bytes = 100000, .max_header_bytes = 20, .max_header_lines = 2});
+  REQUIRE(two_lines.size() == 3);
+  CHECK(two_lines[0].members == std::vector<std::size_t>{0, 1, 2});  // up to the large one
+  CHECK(two_lines[2].members == std::vector<std::size_t>{4, 5, 6, 7});
+  CHECK(two_lines[2].pack);
+  // ... and the fifth key would need a third line.
+  std::vector<fwdsink::ReadyPartition> five(5, {.name = "q", .path = {}, .size = 100});
+  for (std::size_t i = 0; i < five.size(); ++i) five[i].name += std::to_string(i);
+  const auto split = fwdsink::internal::ChoosePacks(
+      five, std::vector<bool>(5, true),
+      {.max_bytes = 100000, .max_header_bytes = 20, .max_header_lines = 2});
+  REQUIRE(split.size() == 2);
+  CHECK(split[0].members == std::vector<std::size_t>{0, 1, 2, 3});
+  CHECK(split[1].members == std::vector<std::size_t>{4});
 }
 
 TEST_CASE("SmallPartitionsGoAsOnePackUnderItsKeyWithTheirMemberKeys") {
@@ -207,6 +260,41 @@ TEST_CASE("SmallPartitionsGoAsOnePackUnderItsKeyWithTheirMemberKeys") {
   CHECK(h.Count(fwdsink::events::kForwardDelivered) == 5);  // per member, as before
   CHECK(h.Count(fwdsink::events::kForwardPackDelivered) == 1);
   CHECK(h.driver->counters().partitions_delivered == 5);
+}
+
+// Every value of a header, in the order received.
+std::vector<std::string> Headers(const fwdsink_test::Recorded& r, const std::string& name) {
+  std::vector<std::string> out;
+  const auto [from, to] = r.headers.equal_range(name);
+  for (auto it = from; it != to; ++it) out.push_back(it->second);
+  return out;
+}
+
+TEST_CASE("MemberKeysPastOneFieldLineGoOnSeveralAndThePackStaysWhole") {
+  ScriptedServer server;
+  const auto spool = FreshSpool("members_lines");
+  // 250 partitions with a daemon's long names: 55 bytes of key each, 14 KB in all,
+  // past one line of kMaxMembersHeaderBytes and within kMaxMembersHeaderLines.
+  std::vector<std::string> names;
+  for (int i = 0; i < 250; ++i) {
+    names.push_back("host-0042.collectd.interface-eth0.if_octets-" + std::to_string(100000 + i));
+    AddPartition(spool, names.back(), 1);
+  }
+  const auto members = Members(spool, names);
+  Harness h(spool, server.url(), std::nullopt, 300s, 1 << 20);
+  const auto r = h.driver->Tick();
+  CHECK(r.delivered == names.size());
+  const auto reqs = server.requests();
+  REQUIRE(reqs.size() == 1);  // one pack, not one per 6 KiB of keys
+  CHECK(reqs[0].key == fwdsink::PackKey(members));
+  const auto lines = Headers(reqs[0], "Idempotency-Members");
+  CHECK(lines.size() == 3);  // 107 keys of 55 bytes (and ", ") to a line: 107 + 107 + 36
+  std::string joined;
+  for (const auto& l : lines) {
+    CHECK(l.size() <= fwdsink::kMaxMembersHeaderBytes);
+    joined += (joined.empty() ? "" : ", ") + l;
+  }
+  CHECK(joined == fwdsink::MemberKeys(members));  // RFC 9110 5.3: one list again
 }
 
 TEST_CASE("ARespooledPackIsRecordedOnItsFirstMemberAndDeliveredLaterWithoutTheRecord") {

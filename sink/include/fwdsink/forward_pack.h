@@ -42,8 +42,15 @@ struct PackResult {
   std::vector<std::uint64_t> rows;  // per member, when delivered
 };
 
-// The longest Idempotency-Members header value a pack carries (servers refuse header
-// lines past 8 KiB: nginx, cpp-httplib): the driver closes a pack before it.
+// The longest Idempotency-Members field line a pack sends (servers refuse header lines
+// past 8 KiB: nginx, cpp-httplib, Poco in ClickHouse) ...
 inline constexpr std::size_t kMaxMembersHeaderBytes = 6144;
+// ... and the most such lines: a pack's member keys that do not fit one line go on
+// several, each a comma-separated part of the one list (RFC 9110 section 5.3: a recipient
+// joins them with ", "). Three lines (18 KiB) hold ~400 members of a daemon's names, a
+// 1 MiB pack of 2.5 KB partitions, and leave room in nginx's default header buffers
+// (4 x 8 KiB) for the rest of the request. The driver closes a pack before its keys need
+// a fourth. @ref LLP 0027#choice
+inline constexpr std::size_t kMaxMembersHeaderLines = 3;
 
 }  // namespace fwdsink

@@ -10,6 +10,7 @@
 // @ref LLP 0027#manifest
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <filesystem>
 #include <string>
@@ -38,6 +39,12 @@ struct PackManifest {
 // Returns the members' own keys as a chunk key each: "<name>:0-<size>, ..." (the value of
 // the Idempotency-Members header). @ref LLP 0027#key
 [[nodiscard]] std::string MemberKeys(const std::vector<ManifestMember>& members);
+// Splits a MemberKeys() value into field lines of at most `line_bytes` each, cutting only
+// between keys (at ", "), greedily: as many keys to a line as fit; a key longer than
+// `line_bytes` is a line alone. Joined with ", " the lines are the value again.
+// @ref LLP 0027#choice
+[[nodiscard]] std::vector<std::string_view> MembersHeaderLines(std::string_view members,
+                                                               std::size_t line_bytes);
 // Returns the pack's key: "pack:<first member>:<last member>:<8 hex digits>", the digits
 // a CRC-32 of MemberKeys(): the same members with the same sizes give the same key.
 [[nodiscard]] std::string PackKey(const std::vector<ManifestMember>& members);

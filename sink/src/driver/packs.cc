@@ -22,8 +22,25 @@ namespace internal {
 namespace {
 
 std::size_t MemberKeyBytes(const ReadyPartition& p) {
-  return p.name.size() + 3 + std::to_string(p.size).size() + 2;  // "<name>:0-<size>, "
+  return p.name.size() + 3 + std::to_string(p.size).size();  // "<name>:0-<size>"
 }
+
+// The field lines a run's member keys fill, as MembersHeaderLines cuts them.
+struct HeaderFill {
+  std::size_t lines = 0;
+  std::size_t line = 0;  // bytes on the last line
+  // Adds a key of `bytes` if the keys still fit `limits`; false (unchanged) if not.
+  bool Add(std::size_t bytes, const PackLimits& limits) {
+    if (lines > 0 && line + 2 + bytes <= limits.max_header_bytes) {
+      line += 2 + bytes;  // ", <key>"
+      return true;
+    }
+    if (lines + 1 > limits.max_header_lines) return false;
+    ++lines;
+    line = bytes;
+    return true;
+  }
+};
 
 }  // namespace
 
@@ -33,7 +50,7 @@ std::vector<PackItem> ChoosePacks(const std::vector<ReadyPartition>& ready,
   std::vector<PackItem> items;
   PackItem run;
   std::uint64_t bytes = 0;
-  std::size_t header = 0;
+  HeaderFill header;
   const auto close = [&](bool open) {
     if (run.members.empty()) return;
     run.pack = run.members.size() > 1;
@@ -41,7 +58,7 @@ std::vector<PackItem> ChoosePacks(const std::vector<ReadyPartition>& ready,
     items.push_back(std::move(run));
     run = {};
     bytes = 0;
-    header = 0;
+    header = {};
   };
   for (std::size_t i = 0; i < ready.size(); ++i) {
     if (!packable[i]) {
@@ -50,13 +67,16 @@ std::vector<PackItem> ChoosePacks(const std::vector<ReadyPartition>& ready,
       continue;
     }
     const std::size_t key_bytes = MemberKeyBytes(ready[i]);
-    if (!run.members.empty() && (bytes + ready[i].size > limits.max_bytes ||
-                                 header + key_bytes > limits.max_header_bytes)) {
+    HeaderFill with = header;
+    const bool fits = with.Add(key_bytes, limits) && bytes + ready[i].size <= limits.max_bytes;
+    if (!run.members.empty() && !fits) {
       close(false);
+      with = {};
+      with.Add(key_bytes, limits);  // the first key of a run
     }
     run.members.push_back(i);
     bytes += ready[i].size;
-    header += key_bytes;
+    header = with;
   }
   close(true);
   return items;
@@ -154,7 +174,9 @@ Chosen Choose(const Spool& spool, const DriverOptions& options, const std::set<s
     packable[i] = p.size > 0 && p.size < below && !alone.contains(p.name) && !has_cursor(p.name);
   }
   const auto items = internal::ChoosePacks(
-      ready, packable, {.max_bytes = chunk, .max_header_bytes = kMaxMembersHeaderBytes});
+      ready, packable, {.max_bytes = chunk,
+                  .max_header_bytes = kMaxMembersHeaderBytes,
+                  .max_header_lines = kMaxMembersHeaderLines});
   Chosen out;
   for (const internal::PackItem& item : items) {
     std::vector<ManifestMember> members;

@@ -23,12 +23,14 @@ struct PackItem {
 
 struct PackLimits {
   std::uint64_t max_bytes = 0;       // a pack's rows at most (chunk_bytes)
-  std::size_t max_header_bytes = 0;  // its Idempotency-Members value at most
+  std::size_t max_header_bytes = 0;  // an Idempotency-Members field line at most
+  std::size_t max_header_lines = 1;  // ... and that many lines at most
 };
 
 // Splits `ready` (oldest first) into items in order: consecutive partitions for which
 // `packable` is true go together while their bytes fit max_bytes and their member keys
-// fit max_header_bytes; every other partition is an item alone. A run of one is alone.
+// fit max_header_lines field lines of max_header_bytes (split as MembersHeaderLines
+// splits them); every other partition is an item alone. A run of one is alone.
 [[nodiscard]] std::vector<PackItem> ChoosePacks(const std::vector<ReadyPartition>& ready,
                                                 const std::vector<bool>& packable,
                                                 const PackLimits& limits);

@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "engine/request.h"
 
+#include "fwdsink/forward_pack.h"
+#include "fwdsink/pack_manifest.h"
+
 #ifndef FWDSINK_VERSION
 #define FWDSINK_VERSION "0"
 #endif
@@ -32,7 +35,10 @@ HeaderList RequestHeaders(const Request& request, const ForwardOptions& options,
   // No Content-Encoding at all without compression. @ref LLP 0017#no-identity
   if (!content_encoding.empty()) h.emplace_back("Content-Encoding", std::string(content_encoding));
   if (options.send_idempotency_header) h.emplace_back(options.idempotency_header, request.key);
-  if (!request.members.empty()) h.emplace_back(std::string(kMembersHeader), request.members);
+  // @ref LLP 0027#choice: one list, on as many field lines as it needs.
+  for (const std::string_view line : MembersHeaderLines(request.members, kMaxMembersHeaderBytes)) {
+    h.emplace_back(std::string(kMembersHeader), std::string(line));
+  }
   h.insert(h.end(), extra.begin(), extra.end());
   if (link.token) {
     h.emplace_back("Authorization", "Bearer " + *link.token);

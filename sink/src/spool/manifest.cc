@@ -79,6 +79,27 @@ std::string MemberKeys(const std::vector<ManifestMember>& members) {
   return out;
 }
 
+std::vector<std::string_view> MembersHeaderLines(std::string_view members,
+                                                std::size_t line_bytes) {
+  constexpr std::string_view kSep = ", ";
+  std::vector<std::string_view> lines;
+  std::size_t from = 0;  // the line being filled starts here
+  std::size_t end = 0;   // ... and holds the keys up to here
+  while (end < members.size()) {
+    const std::size_t cut = members.find(kSep, end == from ? end : end + kSep.size());
+    const std::size_t next = cut == std::string_view::npos ? members.size() : cut;
+    if (next - from > line_bytes && end > from) {  // the key does not fit: a new line
+      lines.push_back(members.substr(from, end - from));
+      from = end + kSep.size();
+      end = from;
+      continue;
+    }
+    end = next;
+  }
+  if (end > from) lines.push_back(members.substr(from, end - from));
+  return lines;
+}
+
 // @ref LLP 0027#key
 std::string PackKey(const std::vector<ManifestMember>& members) {
   if (members.empty()) return "pack:::00000000";
