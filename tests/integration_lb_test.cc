@@ -236,7 +236,6 @@ TEST_CASE("behind nginx: a body over the Expect threshold is accepted, a limit_r
   CHECK(log[0]["body_bytes"] == size);
 }
 
-
 // A pack's member keys go on up to kMaxMembersHeaderLines field lines of at most
 // kMaxMembersHeaderBytes each (LLP 0027#choice): nginx's default buffers (4 x 8 KiB, one
 // line per buffer) take them; the same keys on one line are refused before the backend.

@@ -161,8 +161,7 @@ TEST_CASE("MembersHeaderLinesCutsBetweenKeysAndJoinsBackToTheList") {
     CHECK(join(lines) == list);
   }
   SUBCASE("twin: a list that fits is one line, and no list is no line") {
-    CHECK(fwdsink::MembersHeaderLines(list, list.size()) ==
-          std::vector<std::string_view>{list});
+    CHECK(fwdsink::MembersHeaderLines(list, list.size()) == std::vector<std::string_view>{list});
     CHECK(fwdsink::MembersHeaderLines("", 10).empty());
   }
 }

@@ -173,10 +173,10 @@ Chosen Choose(const Spool& spool, const DriverOptions& options, const std::set<s
     // A partition with a cursor (partly sent, or failing alone) is sent as before.
     packable[i] = p.size > 0 && p.size < below && !alone.contains(p.name) && !has_cursor(p.name);
   }
-  const auto items = internal::ChoosePacks(
-      ready, packable, {.max_bytes = chunk,
-                  .max_header_bytes = kMaxMembersHeaderBytes,
-                  .max_header_lines = kMaxMembersHeaderLines});
+  const auto items = internal::ChoosePacks(ready, packable,
+                                           {.max_bytes = chunk,
+                                            .max_header_bytes = kMaxMembersHeaderBytes,
+                                            .max_header_lines = kMaxMembersHeaderLines});
   Chosen out;
   for (const internal::PackItem& item : items) {
     std::vector<ManifestMember> members;

@@ -79,8 +79,7 @@ std::string MemberKeys(const std::vector<ManifestMember>& members) {
   return out;
 }
 
-std::vector<std::string_view> MembersHeaderLines(std::string_view members,
-                                                std::size_t line_bytes) {
+std::vector<std::string_view> MembersHeaderLines(std::string_view members, std::size_t line_bytes) {
   constexpr std::string_view kSep = ", ";
   std::vector<std::string_view> lines;
   std::size_t from = 0;  // the line being filled starts here
