@@ -5,7 +5,7 @@
 #
 #   bash tests/bench/run.sh                 full run (1 GiB figures, ~15-20 min, 2 cores)
 #   bash tests/bench/run.sh --smoke         tiny sizes, < 60 s: what ctest's bench_smoke runs
-#   bash tests/bench/run.sh --only 1,2,P    some figures (1..14, 9u, 9i/9z/9s, 9short, 10short,
+#   bash tests/bench/run.sh --only 1,2,P    some figures (1..14, 7b, 9u, 9i/9z/9s, 9short, 10short,
 #                                           11c/11d/11e, C = ClickHouse, R = two ClickHouse
 #                                           replicas, and P = perf profile of fig. 1)
 #   --runs N                                runs per figure, the median is reported (default 3)
@@ -79,6 +79,7 @@ if ((smoke)); then
   THR_BYTES=$((4 * MiB)); THR_RATE=$((256 << 10)); THR_BURST=$((512 << 10))
   FAIL_MS=1500; RA=1; LADDER_ARGS=(--ladder 1,2,4)
   MANY_PARTS=50; MANY_ROWS=10; MANY_RUNS=1; STRACE_PARTS=50
+  SMALL_PARTS=20; SMALL_ROWS=20
   PROFILE_BYTES=$((16 * MiB))
   SL_BYTES=$((4 * MiB)); SLT_BYTES=$((2 * MiB)); SL_RUNS=1
   CH_BYTES=$((16 * MiB))
@@ -99,6 +100,7 @@ else
   # One timed run of the 10,000 partitions (~45 ms each today); strace on the first
   # 1,000 (the per-partition counts are what matter). @ref LLP 0030#many-partitions
   MANY_PARTS=10000; MANY_ROWS=10; MANY_RUNS=1; STRACE_PARTS=1000
+  SMALL_PARTS=2000; SMALL_ROWS=20  # figure 7b: ~5 KiB each
   PROFILE_BYTES=$((256 * MiB))
   # syslog-ng sends identity: under the 1 MiB/s throttle 48 MiB drains in ~45 s at best.
   SL_BYTES=$((256 * MiB)); SLT_BYTES=$((48 * MiB)); SL_RUNS=1   # receiver-bound, ~30 s each
@@ -1009,6 +1011,28 @@ if want 10 && { ((smoke == 0)) || [[ -n $only ]]; }; then
   else
     row "10. nginx limit_req" "not run: nginx missing (scripts/deps.sh installs nginx-light)" "-" "-" "-" "-"
   fi
+fi
+
+# ---- Figure 7b: 2,000 partitions of ~5 KiB behind nginx limit_req (20 r/s burst 5), packs
+# against one partition of the same bytes, 1 MiB chunks, defaults. Every partition sent
+# alone costs a request of the quota (~100 s); a pack costs one. @ref LLP 0027#figures
+if want 7b && { ((smoke == 0)) || [[ -n $only ]]; } && command -v nginx >/dev/null; then
+  tmpl=$work/data/small
+  rows_of[small]=$("$gen" spool "$tmpl" --partitions "$SMALL_PARTS" --rows "$SMALL_ROWS" --seed 17)
+  small_files=$(find "$tmpl/ready" -name '*.ndjson' | sort | paste -sd' ')
+  cat $small_files >"$work/data/small-one.ndjson"
+  rows_of[small-one]=${rows_of[small]}
+  saved_chunk=$NG_CHUNK; NG_CHUNK=$CHUNK
+  packs=() one=() preq=() oreq=()
+  for ((i = 1; i <= runs; i++)); do
+    nginx_run "f7b-packs-$i" "$small_files" small auto; packs+=("$ng_wall"); preq+=("$ng_refused/$ng_requests")
+    nginx_run "f7b-one-$i" "$work/data/small-one.ndjson" small-one auto; one+=("$ng_wall"); oreq+=("$ng_refused/$ng_requests")
+  done
+  NG_CHUNK=$saved_chunk
+  m=$(median "${packs[@]}"); b=$(median "${one[@]}"); r=$(calc "$m / $b" 2)
+  row "7b. $SMALL_PARTS partitions x $SMALL_ROWS rows ($(human "$(stat -c %s "$work/data/small-one.ndjson")")) behind nginx limit_req ${NG_RATE}r/s burst $NG_BURST: drain, packs (refused/requests)" \
+      "$m s (${preq[-1]})" "one partition: $b s (${oreq[-1]})" "${r}x" "≤ 1.5x" "$(met "$r" '<=' 1.5)"
+  rm -rf "$tmpl" "$work/data/small-one.ndjson"
 fi
 
 # ---- Figure 10 short: the same limiter over ~30 s (640 requests), learned, beside the
