@@ -79,7 +79,8 @@ struct Harness {
 
   Harness(const fs::path& spool, const std::string& url,
           std::optional<std::uint64_t> pack_below = std::nullopt,
-          std::chrono::milliseconds budget = 300s, std::uint64_t chunk_bytes = kChunkBytes) {
+          std::chrono::milliseconds budget = 300s, std::uint64_t chunk_bytes = kChunkBytes,
+          std::size_t concurrency = 1) {
     fwdsink::DriverOptions o;
     o.spool_dir = spool;
     o.forward.url = url;
@@ -88,7 +89,7 @@ struct Harness {
     o.forward.backpressure.jitter = 0;
     o.forward.backpressure.inline_budget = budget;
     if (budget < 30s) o.forward.backpressure.ladder = {1s};
-    o.concurrency = {.adaptive = false, .max = 1};
+    o.concurrency = {.adaptive = false, .max = concurrency};
     o.pack_below = pack_below;
     fwdsink::ForwardDeps deps;
     deps.time = &clock;
@@ -294,6 +295,30 @@ TEST_CASE("MemberKeysPastOneFieldLineGoOnSeveralAndThePackStaysWhole") {
     joined += (joined.empty() ? "" : ", ") + l;
   }
   CHECK(joined == fwdsink::MemberKeys(members));  // RFC 9110 5.3: one list again
+}
+
+// Packs are requests like chunks: as many in flight as the limit lets (LLP 0027#parallel).
+TEST_CASE("SeveralPacksAreInFlightAtOnceUpToTheLimitAndOneAtATimeAtOne") {
+  for (const std::size_t limit : {std::size_t{4}, std::size_t{1}}) {
+    CAPTURE(limit);
+    ScriptedServer server;
+    for (int i = 0; i < 4; ++i) server.Then({.status = 200, .delay = 300ms});
+    const auto spool = FreshSpool("parallel_" + std::to_string(limit));
+    // 40 partitions of ~110 bytes: four packs of ten under 1 KiB each.
+    for (int i = 0; i < 40; ++i) AddPartition(spool, "p" + std::to_string(100 + i), 5);
+    Harness h(spool, server.url(), std::nullopt, 300s, kChunkBytes, limit);
+    const auto r = h.driver->Tick();
+    CHECK(r.delivered == 40);
+    CHECK(server.requests().size() == 4);
+    CHECK(h.driver->sink_counters().packs_sent == 4);
+    CHECK(FileNames(spool / "ready").empty());
+    CHECK(NoManifests(spool));
+    if (limit == 1) {
+      CHECK(server.max_in_flight() == 1);  // twin: --concurrency 1 is one request at a time
+    } else {
+      CHECK(server.max_in_flight() >= 2);  // each answer takes 300 ms: they overlap
+    }
+  }
 }
 
 TEST_CASE("ARespooledPackIsRecordedOnItsFirstMemberAndDeliveredLaterWithoutTheRecord") {

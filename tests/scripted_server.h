@@ -40,6 +40,10 @@ class ScriptedServer {
   explicit ScriptedServer(std::string key_header = "Idempotency-Key")
       : key_header_(std::move(key_header)) {
     server_.Post(".*", [this](const httplib::Request& req, httplib::Response& res) {
+      const int now = ++in_flight_;
+      for (int seen = max_in_flight_.load(); now > seen;) {
+        if (max_in_flight_.compare_exchange_weak(seen, now)) break;
+      }
       Reply r;
       {
         std::unique_lock lock(mu_);
@@ -58,6 +62,7 @@ class ScriptedServer {
       res.status = r.status;
       for (const auto& [k, v] : r.headers) res.set_header(k, v);
       res.set_content(r.body, "application/json");
+      --in_flight_;
     });
     server_.set_tcp_nodelay(true);  // see LLP 0011#tcp-nodelay
     port_ = server_.bind_to_any_port("127.0.0.1");
@@ -97,6 +102,8 @@ class ScriptedServer {
     std::lock_guard lock(mu_);
     return requests_;
   }
+  // The most requests whose handler ran at once.
+  int max_in_flight() const { return max_in_flight_.load(); }
   int port() const { return port_; }
   std::string url(const std::string& path = "/ingest") const {
     return "http://127.0.0.1:" + std::to_string(port_) + path;
@@ -107,6 +114,8 @@ class ScriptedServer {
   httplib::Server server_;
   std::thread thread_;
   std::atomic<bool> listen_ended_{false};
+  std::atomic<int> in_flight_{0};
+  std::atomic<int> max_in_flight_{0};
   int port_ = 0;
   mutable std::mutex mu_;
   std::condition_variable cv_;

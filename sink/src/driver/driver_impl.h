@@ -62,6 +62,11 @@ class PermanentErrorWatch {
 
 namespace fwdsink {
 
+namespace internal {
+// Adds one sender's report of a tick to the tick's.
+void MergeReport(TickReport& into, const TickReport& r);
+}  // namespace internal
+
 // Adds what one call (a partition's or a pack's) acknowledged to the tick's report.
 inline void AddAcked(TickReport& report, const ForwardResult& r) {
   report.chunks_acked += r.chunks_acked;
@@ -148,6 +153,14 @@ struct Driver::Impl {
   // Sends the packs chosen from `ready`; returns the partitions to send alone.
   std::vector<ReadyPartition> SendPacks(const std::vector<ReadyPartition>& ready,
                                         TickReport& report);
+  // One sender's packs: takes the next of `packs` while there is one, writes its
+  // manifest and runs it. @ref LLP 0027#parallel
+  void PackLoop(Lane& lane, std::vector<std::vector<ManifestMember>>& packs, TickReport& report);
+  // Marks a partition refused in a pack or torn: later ticks send it alone.
+  void SendAlone(const std::string& name) {
+    std::lock_guard guard(pack_mu);
+    pack_alone.insert(name);
+  }
   // Runs a manifest to its end (delivered, resolved, unpacked); false when it stays.
   bool RunPack(Lane& lane, PackManifest manifest, TickReport& report);
   bool DeliverPack(PackManifest& manifest, TickReport& report);
@@ -173,14 +186,18 @@ struct Driver::Impl {
   std::shared_ptr<InflightBudget> inflight;
   std::stop_source stop;
   DriverCounters counters;
-  std::atomic<bool> ticking{false};    // inside Tick(): spool() is off limits
-  std::atomic<bool> stop_tick{false};  // a sender saw an endpoint-wide stop
-  std::atomic<std::size_t> next{0};    // the next ready partition to hand out
+  std::atomic<bool> ticking{false};       // inside Tick(): spool() is off limits
+  std::atomic<bool> stop_tick{false};     // a sender saw an endpoint-wide stop
+  std::atomic<std::size_t> next{0};       // the next ready partition to hand out
+  std::atomic<std::size_t> next_pack{0};  // the next pack of the tick to hand out
   std::mutex report_mu;
   internal::PermanentErrorWatch pass_errors;  // guarded by report_mu; reset per tick
   std::set<std::string> unmovable;            // refused entries reported already (driver thread)
   std::set<std::string> pack_settled;  // members ResumePacks handled this tick (driver thread)
-  std::set<std::string> pack_alone;    // refused in a pack or torn: sent alone (driver thread)
+  std::mutex pack_mu;
+  // Refused in a pack or torn: sent alone. Guarded by pack_mu while the senders of
+  // SendPacks run; read by the driver thread between them.
+  std::set<std::string> pack_alone;
 };
 
 }  // namespace fwdsink

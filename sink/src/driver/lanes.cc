@@ -16,9 +16,9 @@
 #include "fwdsink/endpoints.h"
 
 namespace fwdsink {
-namespace {
+namespace internal {
 
-void Merge(TickReport& into, const TickReport& r) {
+void MergeReport(TickReport& into, const TickReport& r) {
   into.partitions += r.partitions;
   into.delivered += r.delivered;
   into.respooled += r.respooled;
@@ -35,7 +35,7 @@ void Merge(TickReport& into, const TickReport& r) {
   if (r.last_error != Outcome::kDelivered) into.last_error = r.last_error;
 }
 
-}  // namespace
+}  // namespace internal
 
 // Hands the ready partitions out oldest first to up to `limit` senders. The driver
 // thread is the first sender; the others are threads of this tick, joined before it
@@ -75,7 +75,7 @@ void Driver::Impl::LaneLoop(Lane& lane, const std::vector<ReadyPartition>& ready
     if (i >= ready.size()) break;
   }
   std::lock_guard guard(report_mu);
-  Merge(report, mine);
+  internal::MergeReport(report, mine);
 }
 
 // The limit counts requests, and learns from each one's own round trip (several of a

@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 #include <system_error>
+#include <thread>
 #include <unordered_set>
 
 #include "driver/driver_impl.h"
@@ -215,27 +216,52 @@ std::vector<ReadyPartition> Driver::Impl::SendPacks(const std::vector<ReadyParti
                           .count();
   Chosen chosen = Choose(spool, options, pack_alone, now_ns, ready);
   if (chosen.packs.empty()) return std::move(chosen.alone);
-  Lane& lane = lanes.front();
-  if (!lane.slot->Acquire(stop.get_token())) {
-    report.aborted = true;
-    return {};
-  }
-  for (std::vector<ManifestMember>& members : chosen.packs) {
-    if (stop_tick.load() || stop.stop_requested()) break;
-    report.partitions += members.size();
-    PackManifest m = MakeManifest(std::move(members));
-    // Durable before the first byte leaves. @ref LLP 0027#manifest
-    if (Status s = WriteManifest(spool.dir(), m); !s.ok()) {
-      SpoolError(m.members.front().name, "pack_manifest", s.message(), &report);
-      stop_tick.store(true);
-      break;
+  // Several packs in flight, one a sender, as many as the limit lets: a pack is one
+  // request, and its read, manifest and delivery (the members' unlinks and fsyncs) are
+  // a sender's own work that overlaps another's request. @ref LLP 0027#parallel
+  next_pack.store(0);
+  const std::size_t n = std::min(lanes.size(), chosen.packs.size());
+  {
+    std::vector<std::jthread> senders;
+    for (std::size_t i = 1; i < n; ++i) {
+      senders.emplace_back(
+          [this, i, &chosen, &report] { PackLoop(lanes[i], chosen.packs, report); });
     }
-    (void)RunPack(lane, std::move(m), report);
-  }
-  lane.slot->Release();
+    PackLoop(lanes[0], chosen.packs, report);
+  }  // joined here
+  counters.senders_busy.store(0, std::memory_order_relaxed);
+  counters.requests_in_flight.store(0, std::memory_order_relaxed);
   // An endpoint-wide stop (auth, TLS, config, Close) ends the tick here.
   if (stop_tick.load() || report.aborted) return {};
   return std::move(chosen.alone);
+}
+
+void Driver::Impl::PackLoop(Lane& lane, std::vector<std::vector<ManifestMember>>& packs,
+                            TickReport& report) {
+  TickReport mine;
+  while (!stop_tick.load() && next_pack.load() < packs.size()) {
+    if (stop.stop_requested() || !lane.slot->Acquire(stop.get_token())) {
+      mine.aborted = true;
+      break;
+    }
+    const std::size_t i = next_pack.fetch_add(1);
+    if (i < packs.size() && !stop_tick.load()) {
+      counters.senders_busy.store(slots.busy(), std::memory_order_relaxed);
+      counters.requests_in_flight.store(slots.busy(), std::memory_order_relaxed);
+      mine.partitions += packs[i].size();
+      PackManifest m = MakeManifest(std::move(packs[i]));
+      // Durable before the first byte leaves. @ref LLP 0027#manifest
+      if (Status s = WriteManifest(spool.dir(), m); !s.ok()) {
+        SpoolError(m.members.front().name, "pack_manifest", s.message(), &mine);
+        stop_tick.store(true);
+      } else {
+        (void)RunPack(lane, std::move(m), mine);
+      }
+    }
+    lane.slot->Release();
+  }
+  std::lock_guard guard(report_mu);
+  internal::MergeReport(report, mine);
 }
 
 bool Driver::Impl::RunPack(Lane& lane, PackManifest m, TickReport& report) {
@@ -367,7 +393,7 @@ std::optional<PackManifest> Driver::Impl::ResolvePack(const PackManifest& m, std
     counters.handover_changed.fetch_add(1, std::memory_order_relaxed);
     report.quarantined += 1;
   } else if (reason == "torn" || reason == "grew") {
-    pack_alone.insert(name);
+    SendAlone(name);
     message += "; sent alone";
   }
   std::vector<ManifestMember> rest = m.members;
@@ -403,7 +429,7 @@ bool Driver::Impl::UnpackAlone(Lane& lane, const PackManifest& m, TickReport& re
   }
   report.partitions -= std::min<std::uint64_t>(report.partitions, m.members.size());
   for (const ManifestMember& x : m.members) {
-    pack_alone.insert(x.name);
+    SendAlone(x.name);
     if (stop_tick.load()) break;
     ForwardOne(lane,
                ReadyPartition{.name = x.name, .path = spool.PartitionPath(x.name), .size = x.size},
