@@ -5,7 +5,7 @@
 #
 #   bash tests/bench/run.sh                 full run (1 GiB figures, ~15-20 min, 2 cores)
 #   bash tests/bench/run.sh --smoke         tiny sizes, < 60 s: what ctest's bench_smoke runs
-#   bash tests/bench/run.sh --only 1,2,P    some figures (1..14, 7b, 9u, 9i/9z/9s, 9short, 10short,
+#   bash tests/bench/run.sh --only 1,2,P    some figures (1..14, 7b, 7d, 9u, 9i/9z/9s, 9short, 10short,
 #                                           11c/11d/11e, C = ClickHouse, R = two ClickHouse
 #                                           replicas, and P = perf profile of fig. 1)
 #   --runs N                                runs per figure, the median is reported (default 3)
@@ -14,6 +14,8 @@
 #   --daemon BIN --central BIN --gen BIN --close-bench BIN --sim BIN --proxy BIN
 #                                           use these binaries (default: build them, Release,
 #                                           into build-bench/)
+#   --plugin SO                             collectd's write_fwdsink.so for figure 7d (default:
+#                                           beside --daemon's build, or built into build-bench/)
 #   --work DIR                              scratch data (default /tmp/fwdsink-bench; deleted
 #                                           at the end unless --keep)
 #   --receiver-dir DIR                      where the receiver stores what it accepts (default:
@@ -49,7 +51,7 @@ readonly SYSLOG_TIMEOUT_S=300             # syslog-ng drain, bounded
 readonly SYSLOG_STALL_S=30                # ... and given up when no row arrives this long
 
 smoke=0 only="" runs="" keep=0 learned_only=0
-daemon="" central="" gen="" closeb="" sim="" proxy=""
+daemon="" central="" gen="" closeb="" sim="" proxy="" plugin=""
 work=/tmp/fwdsink-bench receiver_dir=""
 while (($#)); do
   case "$1" in
@@ -62,6 +64,7 @@ while (($#)); do
     --close-bench) closeb=$2; shift ;;
     --sim) sim=$2; shift ;;
     --proxy) proxy=$2; shift ;;
+    --plugin) plugin=$2; shift ;;
     --work) work=$2; shift ;;
     --receiver-dir) receiver_dir=$2; shift ;;
     --keep) keep=1 ;;
@@ -79,7 +82,7 @@ if ((smoke)); then
   THR_BYTES=$((4 * MiB)); THR_RATE=$((256 << 10)); THR_BURST=$((512 << 10))
   FAIL_MS=1500; RA=1; LADDER_ARGS=(--ladder 1,2,4)
   MANY_PARTS=50; MANY_ROWS=10; MANY_RUNS=1; STRACE_PARTS=50
-  SMALL_PARTS=20; SMALL_ROWS=20
+  SMALL_PARTS=20; SMALL_ROWS=20; COLLECTD_S=10
   PROFILE_BYTES=$((16 * MiB))
   SL_BYTES=$((4 * MiB)); SLT_BYTES=$((2 * MiB)); SL_RUNS=1
   CH_BYTES=$((16 * MiB))
@@ -101,6 +104,7 @@ else
   # 1,000 (the per-partition counts are what matter). @ref LLP 0030#many-partitions
   MANY_PARTS=10000; MANY_ROWS=10; MANY_RUNS=1; STRACE_PARTS=1000
   SMALL_PARTS=2000; SMALL_ROWS=20  # figure 7b: ~5 KiB each
+  COLLECTD_S=60                    # figure 7d: seconds of collectd per run
   PROFILE_BYTES=$((256 * MiB))
   # syslog-ng sends identity: under the 1 MiB/s throttle 48 MiB drains in ~45 s at best.
   SL_BYTES=$((256 * MiB)); SLT_BYTES=$((48 * MiB)); SL_RUNS=1   # receiver-bound, ~30 s each
@@ -153,7 +157,11 @@ if [[ -z $daemon || -z $central || -z $gen || -z $closeb || -z $sim || -z $proxy
   : "${gen:=$bdir/tests/bench/fwdsink-bench-gen}" "${closeb:=$bdir/tests/bench/fwdsink-bench-close}"
   : "${sim:=$bdir/tests/bench/fwdsink-bench-pacing-sim}"
   : "${proxy:=$bdir/tests/bench/fwdsink-bench-delay-proxy}"
+  if [[ -z $plugin && $only == *",7d,"* ]]; then
+    cmake --build "$bdir" -j "$(nproc)" --target write_fwdsink >/dev/null 2>&1 || true
+  fi
 fi
+: "${plugin:=$(dirname "$daemon")/../collectd/write_fwdsink.so}"
 for b in "$daemon" "$central" "$gen" "$closeb" "$sim" "$proxy"; do [[ -x $b ]] || die "missing binary $b"; done
 for tool in /usr/bin/time curl jq split; do command -v "$tool" >/dev/null || die "needs $tool"; done
 
@@ -1033,6 +1041,24 @@ if want 7b && { ((smoke == 0)) || [[ -n $only ]]; } && command -v nginx >/dev/nu
   row "7b. $SMALL_PARTS partitions x $SMALL_ROWS rows ($(human "$(stat -c %s "$work/data/small-one.ndjson")")) behind nginx limit_req ${NG_RATE}r/s burst $NG_BURST: drain, packs (refused/requests)" \
       "$m s (${preq[-1]})" "one partition: $b s (${oreq[-1]})" "${r}x" "≤ 1.5x" "$(met "$r" '<=' 1.5)"
   rm -rf "$tmpl" "$work/data/small-one.ndjson"
+fi
+
+# ---- Figure 7d: requests per partition for collectd's write_fwdsink sealing a partition
+# a second, with `pack_linger 5s` against `pack_below 0` (one request per partition).
+# Only with --only 7d (it runs collectd for 2 x 60 s). @ref LLP 0027#figures
+if want 7d && [[ -n $only ]]; then
+  if [[ -f $plugin ]] && command -v collectd >/dev/null; then
+    out=$(bash "$ROOT/tests/bench/collectd_packs.sh" "$plugin" "$central" "$work/f7d" "$COLLECTD_S" 5s) ||
+      die "figure 7d: collectd_packs.sh failed"
+    log "$out"
+    lp=$(awk '$1 == "linger" {sub("per_partition=", "", $4); print $4}' <<<"$out")
+    ln=$(awk '$1 == "linger" {print $2 ", " $3}' <<<"$out")
+    ap=$(awk '$1 == "alone" {sub("per_partition=", "", $4); print $4}' <<<"$out")
+    row "7d. collectd write_fwdsink, Interval 1, SealInterval 1, ${COLLECTD_S} s, pack_linger 5s: requests per partition" \
+        "$lp ($ln)" "pack_below 0: $ap" "-" "≤ 0.25" "$(met "$lp" '<=' 0.25)"
+  else
+    row "7d. collectd write_fwdsink" "not run: collectd or $plugin missing" "-" "-" "-" "-"
+  fi
 fi
 
 # ---- Figure 10 short: the same limiter over ~30 s (640 requests), learned, beside the
