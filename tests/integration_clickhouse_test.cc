@@ -25,6 +25,8 @@
 
 #include "clickhouse_process.h"
 #include "daemon_process.h"
+#include "fwdsink/forward_pack.h"
+#include "fwdsink/pack_manifest.h"
 #include "fwdsink/spool_writer.h"
 #include "fwdsink/transport.h"
 #include "test_files.h"
@@ -294,6 +296,37 @@ TEST_CASE("ClickHouse: small partitions go as packs, one insert each; a bad row 
       CHECK(packed_parts == 0);
     }
   }
+}
+
+// A pack whose member keys pass one field line of kMaxMembersHeaderBytes carries them on
+// several Idempotency-Members lines (LLP 0027#choice); ClickHouse's HTTP server (Poco,
+// 8 KiB a line) takes them and stores the pack as one insert.
+TEST_CASE("ClickHouse: a pack whose member keys need several header lines is one insert") {
+  REQUIRE_CLICKHOUSE(ch);
+  constexpr std::uint64_t kParts = 400, kPer = 1;
+  const std::string table = "t_pack_lines";
+  ch->Table(table);
+  const fs::path dir = fwdsink::test::FreshDir(kSuite, table);
+  SealSmall(dir / "spool", kParts, kPer);
+  std::vector<fwdsink::ManifestMember> members;
+  for (const auto& e : fs::directory_iterator(dir / "spool" / "ready")) {
+    members.push_back({e.path().stem().string(), fs::file_size(e.path()), 0});
+  }
+  const auto lines =
+      fwdsink::MembersHeaderLines(fwdsink::MemberKeys(members), fwdsink::kMaxMembersHeaderBytes);
+  MESSAGE(members.size() << " member keys on " << lines.size() << " header lines");
+  REQUIRE(lines.size() >= 2);
+  REQUIRE(lines.size() <= fwdsink::kMaxMembersHeaderLines);
+  std::string err;
+  CHECK(RunDaemon(dir,
+                  {"forward", "--spool", (dir / "spool").string(), "--url", ch->Url(table),
+                   "--once", "--log-json", "--profile", "clickhouse", "--compression", "identity"},
+                  &err) == 0);
+  INFO(err.substr(0, 3000));
+  CHECK(ch->Query("SELECT count(), uniqExact(ts) FROM " + table) ==
+        std::to_string(kParts * kPer) + "\t" + std::to_string(kParts * kPer) + "\n");
+  CHECK(ExitCounter(err, "packs_sent") == 1);
+  CHECK(ExitCounter(err, "partitions_packed") == static_cast<long long>(kParts));
 }
 
 TEST_CASE("ClickHouse: an unknown table stops at once, named, exit 78, no retry loop") {

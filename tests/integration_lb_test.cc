@@ -11,6 +11,7 @@
 #include <doctest/doctest.h>
 
 #include <fstream>
+#include <memory>
 #include <thread>
 
 #include "fwdsink/forward_pack.h"
@@ -188,29 +189,48 @@ TEST_CASE("behind nginx: one backend killed mid-run, every row at least once") {
   CHECK(across.rows_at_both <= across.chunks_at_both * (16 * 1024));
 }
 
+// fwdsink-central behind nginx with WriteLimitConf's limit_req (1 request/s, no burst),
+// started and answering, and a transport to it: what the limit_req tests share. Skips
+// (started() false, with a message) when nginx is not installed.
+class BehindLimit {
+ public:
+  explicit BehindLimit(std::string_view name)
+      : dir_(CentralProcess::ScratchDir(name)), central_(dir_ / "central") {
+    if (!fs::exists(kNginx)) {
+      MESSAGE("nginx is not installed (scripts/deps.sh installs nginx-light): skipped");
+      return;
+    }
+    REQUIRE(central_.Start());
+    const int port = FreePort();
+    WriteLimitConf(dir_ / "nginx", port, central_.port());
+    nginx_ = std::make_unique<NginxProcess>(dir_ / "nginx");
+    httplib::Client probe("127.0.0.1", port);
+    REQUIRE(WaitFor([&] { return static_cast<bool>(probe.Get("/stats")); }, seconds(10)));
+    fwdsink::TransportOptions o;
+    o.connect_timeout = seconds(2);
+    o.read_timeout = seconds(10);
+    auto created =
+        fwdsink::HttpTransport::Create("http://127.0.0.1:" + std::to_string(port) + "/ingest", o);
+    REQUIRE(created.ok());
+    transport_ = std::move(created).value();
+  }
+  [[nodiscard]] bool started() const { return transport_ != nullptr; }
+  fwdsink::HttpTransport& transport() { return *transport_; }
+  CentralProcess& central() { return central_; }
+
+ private:
+  fs::path dir_;
+  CentralProcess central_;
+  std::unique_ptr<NginxProcess> nginx_;
+  std::unique_ptr<fwdsink::HttpTransport> transport_;
+};
+
 // @ref LLP 0017#expect-continue — nginx answers Expect itself: 100 Continue when it reads
 // a body to proxy it, and (100 and) 429 when limit_req refuses it.
 TEST_CASE("behind nginx: a body over the Expect threshold is accepted, a limit_req refusal read") {
-  if (!fs::exists(kNginx)) {
-    MESSAGE("nginx is not installed (scripts/deps.sh installs nginx-light): skipped");
-    return;
-  }
-  const fs::path dir = CentralProcess::ScratchDir("expect_lb");
-  CentralProcess central(dir / "central");
-  REQUIRE(central.Start());
-  const int port = FreePort();
-  WriteLimitConf(dir / "nginx", port, central.port());
-  NginxProcess nginx(dir / "nginx");
-  httplib::Client probe("127.0.0.1", port);
-  REQUIRE(WaitFor([&] { return static_cast<bool>(probe.Get("/stats")); }, seconds(10)));
-
-  fwdsink::TransportOptions o;
-  o.connect_timeout = seconds(2);
-  o.read_timeout = seconds(10);
-  auto created =
-      fwdsink::HttpTransport::Create("http://127.0.0.1:" + std::to_string(port) + "/ingest", o);
-  REQUIRE(created.ok());
-  auto& t = **created;
+  BehindLimit lb("expect_lb");
+  if (!lb.started()) return;
+  auto& t = lb.transport();
   // 200 kB of valid rows, over the default threshold of 64 KiB.
   std::string body;
   for (int i = 0; body.size() < 200'000; ++i) body += "{\"i\":" + std::to_string(i) + "}\n";
@@ -230,7 +250,7 @@ TEST_CASE("behind nginx: a body over the Expect threshold is accepted, a limit_r
   MESSAGE("nginx's 429: body " << std::string(refused.body_withheld ? "withheld"
                                                                     : "sent (after its 100)"));
   CHECK(body.size() == size);
-  const auto log = central.request_log();
+  const auto log = lb.central().request_log();
   REQUIRE(log.size() == 1);  // the refused one never reached the backend
   CHECK(log[0]["status"] == 200);
   CHECK(log[0]["body_bytes"] == size);
@@ -240,18 +260,8 @@ TEST_CASE("behind nginx: a body over the Expect threshold is accepted, a limit_r
 // kMaxMembersHeaderBytes each (LLP 0027#choice): nginx's default buffers (4 x 8 KiB, one
 // line per buffer) take them; the same keys on one line are refused before the backend.
 TEST_CASE("behind nginx: a pack's member keys on three field lines pass, on one line not") {
-  if (!fs::exists(kNginx)) {
-    MESSAGE("nginx is not installed (scripts/deps.sh installs nginx-light): skipped");
-    return;
-  }
-  const fs::path dir = CentralProcess::ScratchDir("members_lb");
-  CentralProcess central(dir / "central");
-  REQUIRE(central.Start());
-  const int port = FreePort();
-  WriteLimitConf(dir / "nginx", port, central.port());
-  NginxProcess nginx(dir / "nginx");
-  httplib::Client probe("127.0.0.1", port);
-  REQUIRE(WaitFor([&] { return static_cast<bool>(probe.Get("/stats")); }, seconds(10)));
+  BehindLimit lb("members_lb");
+  if (!lb.started()) return;
 
   // Keys of a daemon's names until three lines are as full as a pack may make them.
   std::vector<fwdsink::ManifestMember> members;
@@ -271,13 +281,7 @@ TEST_CASE("behind nginx: a pack's member keys on three field lines pass, on one 
   MESSAGE(members.size() << " member keys, " << keys.size() << " bytes on " << lines.size()
                          << " lines");
 
-  fwdsink::TransportOptions o;
-  o.connect_timeout = seconds(2);
-  o.read_timeout = seconds(10);
-  auto created =
-      fwdsink::HttpTransport::Create("http://127.0.0.1:" + std::to_string(port) + "/ingest", o);
-  REQUIRE(created.ok());
-  auto& t = **created;
+  auto& t = lb.transport();
   std::string body = "{\"i\":1}\n";
   fwdsink::HeaderList base = {{"Content-Type", "application/x-ndjson"},
                               {"Idempotency-Key", "pack:members"}};
@@ -292,7 +296,7 @@ TEST_CASE("behind nginx: a pack's member keys on three field lines pass, on one 
   const auto accepted = t.Post(split, body, "", {});
   CHECK_MESSAGE(accepted.error == fwdsink::TransportError::kNone, accepted.message);
   CHECK(accepted.response.status == 200);
-  const auto log = central.request_log();
+  const auto log = lb.central().request_log();
   REQUIRE(log.size() == 1);  // the one-line head never reached the backend
   CHECK(log[0]["status"] == 200);
 }

@@ -171,6 +171,7 @@ TickReport Driver::Impl::Tick() {
     return report;
   }
   pass_errors = {};
+  stop_tick.store(false);  // an endpoint-wide stop of the last tick is not this one's
   QuarantineRefused(scan->refused, report);
   // Manifests left unacknowledged first, then packs, then the rest. @ref LLP 0027#resume
   // A manifest that stays unsettled ends the pass, which is still named when every

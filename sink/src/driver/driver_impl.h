@@ -7,6 +7,7 @@
 #pragma once
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -106,9 +107,13 @@ struct Driver::Impl {
   Status MakeLanes();
   TickReport Tick();
   void Run();
+  // A sender's work on item `i` of a hand-out, its outcomes in the sender's own report.
+  using SenderWork = std::function<void(Lane& lane, std::size_t i, TickReport& mine)>;
+  // Hands items 0..count-1 out in order to up to limit senders at once.
+  void HandOut(std::size_t count, const SenderWork& work, TickReport& report);
+  void SenderLoop(Lane& lane, std::size_t count, const SenderWork& work, TickReport& report);
   // Sends the ready partitions, oldest first, on up to limit senders at once.
   void SendAll(const std::vector<ReadyPartition>& ready, TickReport& report);
-  void LaneLoop(Lane& lane, const std::vector<ReadyPartition>& ready, TickReport& report);
   // Each answered request of a lane's sink: the limit learns from it. @ref LLP 0018#signals
   void OnAttempt(const AttemptRecord& r);
   // Between two chunks: gives the slot up and waits for it while over the limit.
@@ -153,9 +158,6 @@ struct Driver::Impl {
   // Sends the packs chosen from `ready`; returns the partitions to send alone.
   std::vector<ReadyPartition> SendPacks(const std::vector<ReadyPartition>& ready,
                                         TickReport& report);
-  // One sender's packs: takes the next of `packs` while there is one, writes its
-  // manifest and runs it. @ref LLP 0027#parallel
-  void PackLoop(Lane& lane, std::vector<std::vector<ManifestMember>>& packs, TickReport& report);
   // Marks a partition refused in a pack or torn: later ticks send it alone.
   void SendAlone(const std::string& name) {
     std::lock_guard guard(pack_mu);
@@ -186,10 +188,9 @@ struct Driver::Impl {
   std::shared_ptr<InflightBudget> inflight;
   std::stop_source stop;
   DriverCounters counters;
-  std::atomic<bool> ticking{false};       // inside Tick(): spool() is off limits
-  std::atomic<bool> stop_tick{false};     // a sender saw an endpoint-wide stop
-  std::atomic<std::size_t> next{0};       // the next ready partition to hand out
-  std::atomic<std::size_t> next_pack{0};  // the next pack of the tick to hand out
+  std::atomic<bool> ticking{false};    // inside Tick(): spool() is off limits
+  std::atomic<bool> stop_tick{false};  // a sender saw an endpoint-wide stop
+  std::atomic<std::size_t> next{0};    // the next item (partition, pack) to hand out
   std::mutex report_mu;
   internal::PermanentErrorWatch pass_errors;  // guarded by report_mu; reset per tick
   std::set<std::string> unmovable;            // refused entries reported already (driver thread)

@@ -37,45 +37,55 @@ void MergeReport(TickReport& into, const TickReport& r) {
 
 }  // namespace internal
 
-// Hands the ready partitions out oldest first to up to `limit` senders. The driver
-// thread is the first sender; the others are threads of this tick, joined before it
-// returns, so nothing runs between ticks. @ref LLP 0018#senders
-void Driver::Impl::SendAll(const std::vector<ReadyPartition>& ready, TickReport& report) {
+// Hands `count` items out in order to up to `limit` senders, each item to `work` on the
+// sender that took it, with that sender's slot held. The driver thread is the first
+// sender; the others are threads of this call, joined before it returns, so nothing
+// runs between ticks. @ref LLP 0018#senders
+void Driver::Impl::HandOut(std::size_t count, const SenderWork& work, TickReport& report) {
   next.store(0);
-  stop_tick.store(false);
-  const std::size_t n = std::min(lanes.size(), ready.size());
+  const std::size_t n = std::min(lanes.size(), count);
   if (n == 0) return;
   {
     std::vector<std::jthread> senders;
     for (std::size_t i = 1; i < n; ++i) {
-      senders.emplace_back([this, i, &ready, &report] { LaneLoop(lanes[i], ready, report); });
+      senders.emplace_back(
+          [this, i, count, &work, &report] { SenderLoop(lanes[i], count, work, report); });
     }
-    LaneLoop(lanes[0], ready, report);
+    SenderLoop(lanes[0], count, work, report);
   }  // joined here
   counters.senders_busy.store(0, std::memory_order_relaxed);
   counters.requests_in_flight.store(0, std::memory_order_relaxed);
 }
 
-void Driver::Impl::LaneLoop(Lane& lane, const std::vector<ReadyPartition>& ready,
-                            TickReport& report) {
+void Driver::Impl::SenderLoop(Lane& lane, std::size_t count, const SenderWork& work,
+                              TickReport& report) {
   TickReport mine;
   while (!stop_tick.load()) {
-    if (next.load() >= ready.size()) break;  // nothing left to hand out: no slot taken
+    if (next.load() >= count) break;  // nothing left to hand out: no slot taken
     if (stop.stop_requested() || !lane.slot->Acquire(stop.get_token())) {
       mine.aborted = true;
       break;
     }
     const std::size_t i = next.fetch_add(1);
-    if (i < ready.size() && !stop_tick.load()) {
+    if (i < count && !stop_tick.load()) {
       counters.senders_busy.store(slots.busy(), std::memory_order_relaxed);
       counters.requests_in_flight.store(slots.busy(), std::memory_order_relaxed);
-      ForwardOne(lane, ready[i], mine);
+      work(lane, i, mine);
     }
     lane.slot->Release();
-    if (i >= ready.size()) break;
+    if (i >= count) break;
   }
   std::lock_guard guard(report_mu);
   internal::MergeReport(report, mine);
+}
+
+void Driver::Impl::SendAll(const std::vector<ReadyPartition>& ready, TickReport& report) {
+  HandOut(
+      ready.size(),
+      [this, &ready](Lane& lane, std::size_t i, TickReport& mine) {
+        ForwardOne(lane, ready[i], mine);
+      },
+      report);
 }
 
 // The limit counts requests, and learns from each one's own round trip (several of a

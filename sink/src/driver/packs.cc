@@ -10,7 +10,6 @@
 #include <mutex>
 #include <string>
 #include <system_error>
-#include <thread>
 #include <unordered_set>
 
 #include "driver/driver_impl.h"
@@ -219,49 +218,23 @@ std::vector<ReadyPartition> Driver::Impl::SendPacks(const std::vector<ReadyParti
   // Several packs in flight, one a sender, as many as the limit lets: a pack is one
   // request, and its read, manifest and delivery (the members' unlinks and fsyncs) are
   // a sender's own work that overlaps another's request. @ref LLP 0027#parallel
-  next_pack.store(0);
-  const std::size_t n = std::min(lanes.size(), chosen.packs.size());
-  {
-    std::vector<std::jthread> senders;
-    for (std::size_t i = 1; i < n; ++i) {
-      senders.emplace_back(
-          [this, i, &chosen, &report] { PackLoop(lanes[i], chosen.packs, report); });
-    }
-    PackLoop(lanes[0], chosen.packs, report);
-  }  // joined here
-  counters.senders_busy.store(0, std::memory_order_relaxed);
-  counters.requests_in_flight.store(0, std::memory_order_relaxed);
+  HandOut(
+      chosen.packs.size(),
+      [this, &chosen](Lane& lane, std::size_t i, TickReport& mine) {
+        mine.partitions += chosen.packs[i].size();
+        PackManifest m = MakeManifest(std::move(chosen.packs[i]));
+        // Durable before the first byte leaves. @ref LLP 0027#manifest
+        if (Status s = WriteManifest(spool.dir(), m); !s.ok()) {
+          SpoolError(m.members.front().name, "pack_manifest", s.message(), &mine);
+          stop_tick.store(true);
+          return;
+        }
+        (void)RunPack(lane, std::move(m), mine);
+      },
+      report);
   // An endpoint-wide stop (auth, TLS, config, Close) ends the tick here.
   if (stop_tick.load() || report.aborted) return {};
   return std::move(chosen.alone);
-}
-
-void Driver::Impl::PackLoop(Lane& lane, std::vector<std::vector<ManifestMember>>& packs,
-                            TickReport& report) {
-  TickReport mine;
-  while (!stop_tick.load() && next_pack.load() < packs.size()) {
-    if (stop.stop_requested() || !lane.slot->Acquire(stop.get_token())) {
-      mine.aborted = true;
-      break;
-    }
-    const std::size_t i = next_pack.fetch_add(1);
-    if (i < packs.size() && !stop_tick.load()) {
-      counters.senders_busy.store(slots.busy(), std::memory_order_relaxed);
-      counters.requests_in_flight.store(slots.busy(), std::memory_order_relaxed);
-      mine.partitions += packs[i].size();
-      PackManifest m = MakeManifest(std::move(packs[i]));
-      // Durable before the first byte leaves. @ref LLP 0027#manifest
-      if (Status s = WriteManifest(spool.dir(), m); !s.ok()) {
-        SpoolError(m.members.front().name, "pack_manifest", s.message(), &mine);
-        stop_tick.store(true);
-      } else {
-        (void)RunPack(lane, std::move(m), mine);
-      }
-    }
-    lane.slot->Release();
-  }
-  std::lock_guard guard(report_mu);
-  internal::MergeReport(report, mine);
 }
 
 bool Driver::Impl::RunPack(Lane& lane, PackManifest m, TickReport& report) {
