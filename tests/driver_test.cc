@@ -228,6 +228,63 @@ TEST_CASE("HorizonMovesAPartitionFailingTooLongToDeadLettersWhole") {
   }
 }
 
+// With a window, chunks acknowledged past a gap are the server's: a partition given up at
+// the horizon leaves them out of dead/ (LLP 0014#horizon-gaps), or a requeue would send
+// their rows again under other keys.
+TEST_CASE("HorizonLeavesChunksAcknowledgedPastAGapOutOfDeadLetters") {
+  ScriptedServer server;
+  for (int i = 0; i < 200; ++i) server.Then(503);
+  const auto spool = FreshSpool("horizon_gaps");
+  AddPartition(spool, "g", 8);  // 16-byte rows: 128 bytes
+  std::string original;
+  {
+    std::ifstream in(spool / "ready" / "g.ndjson", std::ios::binary);
+    original.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  REQUIRE(original.size() == 128);
+  // A journal left by a window: [0, 32) owed, [32, 64) acknowledged past the gap.
+  bool acked = true;
+  SUBCASE("the acknowledged chunk stays out") { acked = true; }
+  SUBCASE("twin: nothing acknowledged past the gap, the partition goes whole") { acked = false; }
+  {
+    auto opened = fwdsink::Spool::Open(spool);
+    REQUIRE(opened.ok());
+    const std::vector<fwdsink::CursorRange> journal = {{0, 32, false}, {32, 64, acked}};
+    REQUIRE(opened->SaveCursor("g", 0, journal).ok());
+  }
+  Harness h(spool, server.url(), /*horizon=*/1h);
+  CHECK(h.driver->Tick().respooled == 1);  // the first failure
+  h.clock.Advance(2h);
+  const auto r = h.driver->Tick();
+  CHECK(r.horizon_dead == 1);
+  CHECK(FileNames(spool / "ready").empty());
+  CHECK(FileNames(spool / "state").empty());
+  for (const auto& q : server.requests()) CHECK(q.key != "g:32-64");  // never re-sent
+  const auto dead = h.driver->spool().ListDead({}, h.clock.SystemNow());
+  REQUIRE(dead);
+  std::string dead_bytes;
+  std::uint64_t dead_rows = 0;
+  for (const auto& e : dead->entries) {
+    CHECK(e.kind == fwdsink::DeadKind::kHorizon);
+    std::ifstream in(e.rows_path, std::ios::binary);
+    const std::string rows(std::istreambuf_iterator<char>(in), {});
+    dead_bytes += rows.substr(e.data_offset, e.end - e.begin);
+    dead_rows += e.rows;
+  }
+  if (acked) {
+    REQUIRE(dead->entries.size() == 2);
+    CHECK(dead->entries[0].name == "g.0-32");
+    CHECK(dead->entries[1].name == "g.64-128");
+    CHECK(dead_bytes == original.substr(0, 32) + original.substr(64));
+    CHECK(dead_rows == 6);
+  } else {
+    REQUIRE(dead->entries.size() == 1);
+    CHECK(dead->entries[0].name == "g.0-128");
+    CHECK(dead_bytes == original);
+    CHECK(dead_rows == 8);
+  }
+}
+
 TEST_CASE("CorruptCursorResumesFromZeroWithTheSameKeys") {
   const auto spool = FreshSpool("corrupt");
   AddPartition(spool, "c", 10);  // 16-byte rows: chunks of four, four and two rows

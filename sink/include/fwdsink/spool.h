@@ -229,6 +229,16 @@ class Spool {
                                                       std::uint64_t from_offset,
                                                       std::string_view reason, int status,
                                                       std::chrono::system_clock::time_point when);
+  // Gives partition `name` up from `from_offset` (kind "horizon") leaving out the ranges
+  // of `acked` (acknowledged past a gap, from its journal: the server has them): each
+  // stretch of [from_offset, size) between them is copied into dead/ as a dead letter of
+  // its own (data_offset 0), then the partition and its cursor are removed. With no
+  // acked range past from_offset it is DeadLetterPartition (one entry, the file moved).
+  // Returns the entries, in order. A crash before the partition is removed leaves it in
+  // ready/ and rewrites the same entries next time. @ref LLP 0014#horizon-gaps
+  [[nodiscard]] Result<std::vector<DeadEntry>> DeadLetterUnacked(
+      std::string_view name, std::uint64_t from_offset, const std::vector<CursorRange>& acked,
+      std::string_view reason, int status, std::chrono::system_clock::time_point when);
 
   // Lists dead letters matching `filter`, oldest first, one page of them, plus the
   // number of matches in all. `now` anchors the age filters.

@@ -128,8 +128,14 @@ void Driver::Impl::Failed(const ReadyPartition& p, std::uint64_t resume, const F
 
 bool Driver::Impl::GiveUp(const std::string& name, std::uint64_t resume, const ForwardResult& r,
                           TickReport& report) {
-  auto dead = spool.DeadLetterPartition(name, resume, r.reason.empty() ? "horizon" : r.reason,
-                                        r.status, deps.time->SystemNow());
+  // Chunks acknowledged past a gap are the server's already: they stay out of dead/, so
+  // a requeue never sends them again under other keys. @ref LLP 0014#horizon-gaps
+  const CursorState cursor = spool.LoadCursor(name);
+  const std::vector<CursorRange> journal =
+      cursor.status == CursorStatus::kOk ? cursor.ranges : std::vector<CursorRange>{};
+  auto dead =
+      spool.DeadLetterUnacked(name, resume, journal, r.reason.empty() ? "horizon" : r.reason,
+                              r.status, deps.time->SystemNow());
   if (!dead) {
     SpoolError(name, "dead_letter", dead.status().message(), &report);
     return false;

@@ -394,6 +394,95 @@ Result<DeadEntry> Spool::DeadLetterPartition(std::string_view name, std::uint64_
   return e;
 }
 
+// @ref LLP 0014#horizon-gaps
+Result<std::vector<DeadEntry>> Spool::DeadLetterUnacked(
+    std::string_view name, std::uint64_t from_offset, const std::vector<CursorRange>& acked,
+    std::string_view reason, int status, std::chrono::system_clock::time_point when) {
+  std::vector<CursorRange> skip;
+  for (const CursorRange& r : acked) {
+    if (r.acked && r.begin >= from_offset && r.end > r.begin) skip.push_back(r);
+  }
+  if (skip.empty()) {
+    Result<DeadEntry> whole = DeadLetterPartition(name, from_offset, reason, status, when);
+    if (!whole.ok()) return whole.status();
+    return std::vector<DeadEntry>{std::move(whole).value()};
+  }
+  std::sort(skip.begin(), skip.end(),
+            [](const CursorRange& a, const CursorRange& b) { return a.begin < b.begin; });
+  if (Status st = ValidatePartitionName(name); !st.ok()) return st;
+  const fs::path partition = PartitionPath(name);
+  Result<internal::FileReader> file = internal::FileReader::Open(partition);
+  if (!file.ok()) return file.status();
+  const Result<internal::FileInfo> info = file->Stat();
+  if (!info.ok()) return info.status();
+  const std::uint64_t size = info->size;
+  // The stretches the server does not have: [from_offset, size) less the acked ranges.
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> dead;
+  std::uint64_t at = from_offset;
+  for (const CursorRange& r : skip) {
+    if (r.end > size) {
+      return Status(StatusCode::kInvalidArgument,
+                    "partition " + std::string(name) + ": acknowledged range " +
+                        std::to_string(r.begin) + "-" + std::to_string(r.end) +
+                        " is beyond its size " + std::to_string(size));
+    }
+    if (r.begin > at) dead.emplace_back(at, r.begin);
+    at = std::max(at, r.end);
+  }
+  if (at < size) dead.emplace_back(at, size);
+  std::vector<DeadEntry> out;
+  std::string block(kReadBlock, '\0');
+  for (const auto& [begin, end] : dead) {
+    DeadEntry e;
+    e.name = DeadName(name, begin, end);
+    if (Status st = ValidateDeadName(e.name); !st.ok()) return st;
+    e.partition = std::string(name);
+    e.begin = begin;
+    e.end = end;
+    e.status = status;
+    e.reason = std::string(reason);
+    e.kind = DeadKind::kHorizon;
+    e.dead_at = when;
+    e.data_offset = 0;  // a copy of the stretch alone
+    e.rows_path = dead_dir() / (e.name + std::string(kRowsExt));
+    e.record_path = dead_dir() / (e.name + std::string(kRecordExt));
+    spool_io::TempFile rows;
+    if (Status st = rows.Create(dead_dir() / ("." + e.name + ".tmp")); !st.ok()) return st;
+    char last = '\n';
+    for (std::uint64_t pos = begin; pos < end;) {
+      const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(block.size(), end - pos));
+      const Result<std::size_t> n = file->ReadAt(pos, block.data(), want);
+      if (!n.ok()) return n.status();
+      if (*n == 0) {
+        return Status(StatusCode::kCorrupt, "partition " + std::string(name) + " is shorter than " +
+                                                std::to_string(end) + " bytes");
+      }
+      const std::string_view got(block.data(), *n);
+      e.rows += static_cast<std::uint64_t>(std::count(got.begin(), got.end(), '\n'));
+      last = got.back();
+      if (Status st = rows.Write(got); !st.ok()) return st;
+      pos += *n;
+    }
+    if (last != '\n') ++e.rows;
+    // Rows first, record last, as for a poisoned chunk (DeadLetterChunk).
+    if (Status st = rows.Commit(e.rows_path); !st.ok()) return st;
+    if (Status st = spool_io::WriteFileAtomic(e.record_path, DumpRecord(e)); !st.ok()) return st;
+    out.push_back(std::move(e));
+  }
+  // Every stretch is in dead/ (durable: Commit and WriteFileAtomic fsync): the partition
+  // and its cursor go.
+  if (::unlink(partition.c_str()) != 0) {
+    return spool_io::IoError("cannot remove the partition given up: unlink", partition, errno);
+  }
+  if (Status st = spool_io::FsyncDir(ready_dir()); !st.ok()) return st;
+  const fs::path cursor = CursorPath(name);
+  std::error_code ec;
+  fs::remove(cursor, ec);
+  if (ec) return spool_io::IoError("cannot remove cursor", cursor, ec);
+  if (Status st = spool_io::FsyncDir(state_dir()); !st.ok()) return st;
+  return out;
+}
+
 Result<DeadList> Spool::ListDead(const DeadFilter& filter,
                                  std::chrono::system_clock::time_point now) const {
   DeadList out;
