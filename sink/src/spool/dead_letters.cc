@@ -214,6 +214,36 @@ bool Matches(const LoadedRecord& r, const DeadFilter& f,
   return true;
 }
 
+// What a dead letter of partition `name`'s bytes [begin, end) is, its files under
+// `dead_dir`; the caller sets the rows. kInvalidName for a name dead/ cannot hold.
+Result<DeadEntry> NewEntry(std::string_view name, std::uint64_t begin, std::uint64_t end,
+                           DeadKind kind, int status, std::string_view reason,
+                           std::chrono::system_clock::time_point when, std::uint64_t data_offset,
+                           const fs::path& dead_dir) {
+  DeadEntry e;
+  e.name = DeadName(name, begin, end);
+  if (Status st = ValidateDeadName(e.name); !st.ok()) return st;
+  e.partition = std::string(name);
+  e.begin = begin;
+  e.end = end;
+  e.status = status;
+  e.reason = std::string(reason);
+  e.kind = kind;
+  e.dead_at = when;
+  e.data_offset = data_offset;
+  e.rows_path = dead_dir / (e.name + std::string(kRowsExt));
+  e.record_path = dead_dir / (e.name + std::string(kRecordExt));
+  return e;
+}
+
+// Removes the cursor record of a partition that was given up, durably.
+Status RemoveCursorRecord(const fs::path& cursor, const fs::path& state_dir) {
+  std::error_code ec;
+  fs::remove(cursor, ec);
+  if (ec) return spool_io::IoError("cannot remove cursor", cursor, ec);
+  return spool_io::FsyncDir(state_dir);
+}
+
 // Counts rows in bytes [from, end of file) of an open file.
 Result<std::uint64_t> CountRowsInFile(const internal::FileReader& file, std::uint64_t from) {
   std::string block(kReadBlock, '\0');
@@ -258,20 +288,11 @@ Result<DeadEntry> Spool::DeadLetterChunk(std::string_view name, std::uint64_t be
                       std::to_string(end >= begin ? end - begin : 0) + " bytes but the body has " +
                       std::to_string(body_bytes.size()));
   }
-  DeadEntry e;
-  e.name = DeadName(name, begin, end);
-  if (Status st = ValidateDeadName(e.name); !st.ok()) return st;
-  e.partition = std::string(name);
-  e.begin = begin;
-  e.end = end;
+  Result<DeadEntry> made =
+      NewEntry(name, begin, end, DeadKind::kPoison, status, reason, when, 0, dead_dir());
+  if (!made.ok()) return made.status();
+  DeadEntry e = std::move(made).value();
   e.rows = CountRows(body_bytes);
-  e.status = status;
-  e.reason = std::string(reason);
-  e.kind = DeadKind::kPoison;
-  e.dead_at = when;
-  e.data_offset = 0;
-  e.rows_path = dead_dir() / (e.name + std::string(kRowsExt));
-  e.record_path = dead_dir() / (e.name + std::string(kRecordExt));
   // Rows first, record last: the record is what makes a dead letter visible, so a
   // crash in between leaves at most an unlisted rows file that the retry overwrites.
   if (Status st = spool_io::WriteFileAtomic(e.rows_path, body_bytes); !st.ok()) return st;
@@ -363,20 +384,12 @@ Result<DeadEntry> Spool::DeadLetterPartition(std::string_view name, std::uint64_
                                                    : CountRowsInFile(*file, from_offset);
   if (!rows) return rows.status();
 
-  DeadEntry e;
-  e.name = DeadName(name, from_offset, size);
-  if (Status st = ValidateDeadName(e.name); !st.ok()) return st;
-  e.partition = std::string(name);
-  e.begin = from_offset;
-  e.end = size;
+  // The whole file moves; the dead rows start at from_offset in it.
+  Result<DeadEntry> made = NewEntry(name, from_offset, size, DeadKind::kHorizon, status, reason,
+                                    when, from_offset, dead_dir());
+  if (!made.ok()) return made.status();
+  DeadEntry e = std::move(made).value();
   e.rows = rows.value();
-  e.status = status;
-  e.reason = std::string(reason);
-  e.kind = DeadKind::kHorizon;
-  e.dead_at = when;
-  e.data_offset = from_offset;  // the whole file moves; the dead rows start here
-  e.rows_path = dead_dir() / (e.name + std::string(kRowsExt));
-  e.record_path = dead_dir() / (e.name + std::string(kRecordExt));
   // Record first, then the move: a crash in between leaves the partition in ready/
   // (it is simply dead-lettered again), never rows in dead/ with no record to list
   // them. @ref LLP 0020#dead-letters
@@ -386,11 +399,7 @@ Result<DeadEntry> Spool::DeadLetterPartition(std::string_view name, std::uint64_
   }
   if (Status st = spool_io::FsyncDir(dead_dir()); !st.ok()) return st;
   if (Status st = spool_io::FsyncDir(ready_dir()); !st.ok()) return st;
-  const fs::path cursor = CursorPath(name);
-  std::error_code ec;
-  fs::remove(cursor, ec);
-  if (ec) return spool_io::IoError("cannot remove cursor", cursor, ec);
-  if (Status st = spool_io::FsyncDir(state_dir()); !st.ok()) return st;
+  if (Status st = RemoveCursorRecord(CursorPath(name), state_dir()); !st.ok()) return st;
   return e;
 }
 
@@ -433,19 +442,11 @@ Result<std::vector<DeadEntry>> Spool::DeadLetterUnacked(
   std::vector<DeadEntry> out;
   std::string block(kReadBlock, '\0');
   for (const auto& [begin, end] : dead) {
-    DeadEntry e;
-    e.name = DeadName(name, begin, end);
-    if (Status st = ValidateDeadName(e.name); !st.ok()) return st;
-    e.partition = std::string(name);
-    e.begin = begin;
-    e.end = end;
-    e.status = status;
-    e.reason = std::string(reason);
-    e.kind = DeadKind::kHorizon;
-    e.dead_at = when;
-    e.data_offset = 0;  // a copy of the stretch alone
-    e.rows_path = dead_dir() / (e.name + std::string(kRowsExt));
-    e.record_path = dead_dir() / (e.name + std::string(kRecordExt));
+    // A copy of the stretch alone: its rows start at 0.
+    Result<DeadEntry> made =
+        NewEntry(name, begin, end, DeadKind::kHorizon, status, reason, when, 0, dead_dir());
+    if (!made.ok()) return made.status();
+    DeadEntry e = std::move(made).value();
     spool_io::TempFile rows;
     if (Status st = rows.Create(dead_dir() / ("." + e.name + ".tmp")); !st.ok()) return st;
     char last = '\n';
@@ -475,11 +476,7 @@ Result<std::vector<DeadEntry>> Spool::DeadLetterUnacked(
     return spool_io::IoError("cannot remove the partition given up: unlink", partition, errno);
   }
   if (Status st = spool_io::FsyncDir(ready_dir()); !st.ok()) return st;
-  const fs::path cursor = CursorPath(name);
-  std::error_code ec;
-  fs::remove(cursor, ec);
-  if (ec) return spool_io::IoError("cannot remove cursor", cursor, ec);
-  if (Status st = spool_io::FsyncDir(state_dir()); !st.ok()) return st;
+  if (Status st = RemoveCursorRecord(CursorPath(name), state_dir()); !st.ok()) return st;
   return out;
 }
 
