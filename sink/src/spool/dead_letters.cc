@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Spool's dead-letter operations. @ref LLP 0020#dead-letters
+// Spool's dead-letter operations: the records, listing, search, requeue, purge and
+// caps (what goes into dead/ is dead_letter_writes.cc). @ref LLP 0020#dead-letters
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -14,81 +15,29 @@
 #include "fwdsink/spool.h"
 #include "fwdsink/time_format.h"
 #include "io/file_reader.h"
+#include "spool/dead_records.h"
 #include "spool/spool_io.h"
 #include "spool/spool_records.h"
 
 namespace fwdsink {
 namespace fs = std::filesystem;
+using internal::DeadName;
+using internal::DumpDeadRecord;
+using internal::kDeadReadBlock;
+using internal::kDeadRecordExt;
+using internal::kDeadRowsExt;
+using internal::ValidateDeadName;
 using nlohmann::json;
 
 namespace {
 
-constexpr std::string_view kRowsExt = ".ndjson";
-constexpr std::string_view kRecordExt = ".json";
 // Dead names append ".<begin>-<end>" (and ".requeued-<n>") to partition names; this
 // keeps "<dead name>.json.tmp" and friends under the 255-byte file name limit.
 constexpr std::size_t kMaxDeadNameLength = 240;
 // Records are small; a bigger .json is not one of ours.
 constexpr std::size_t kMaxRecordBytes = 64 * 1024;
-constexpr std::size_t kReadBlock = 64 * 1024;
-
-Status ValidateDeadName(std::string_view name) {
-  if (name.size() > kMaxDeadNameLength) {
-    return Status(StatusCode::kInvalidName, "invalid dead-letter name: longer than " +
-                                                std::to_string(kMaxDeadNameLength) + " bytes");
-  }
-  // Same alphabet as partition names; only the length bound differs.
-  if (name.size() <= kMaxPartitionNameLength) {
-    Status st = ValidatePartitionName(name);
-    if (st.ok()) return st;
-    std::string message = st.message();
-    message.replace(0, std::string_view("invalid partition name").size(),
-                    "invalid dead-letter name");
-    return spool_io::Reworded(st, std::move(message));
-  }
-  Status st = ValidatePartitionName(name.substr(0, kMaxPartitionNameLength));
-  if (st.ok()) st = ValidatePartitionName(name.substr(kMaxPartitionNameLength));
-  if (!st.ok()) {
-    return Status(StatusCode::kInvalidName,
-                  "invalid dead-letter name: only A-Z a-z 0-9 . _ - are allowed");
-  }
-  return {};
-}
 
 Status Corrupt(std::string message) { return Status(StatusCode::kCorrupt, std::move(message)); }
-
-std::string DeadName(std::string_view partition, std::uint64_t begin, std::uint64_t end) {
-  return std::string(partition) + "." + std::to_string(begin) + "-" + std::to_string(end);
-}
-
-std::uint64_t CountRows(std::string_view bytes) {
-  std::uint64_t rows = static_cast<std::uint64_t>(std::count(bytes.begin(), bytes.end(), '\n'));
-  if (!bytes.empty() && bytes.back() != '\n') ++rows;  // a final row without newline
-  return rows;
-}
-
-std::string DumpRecord(const DeadEntry& e) {
-  json j = {
-      {"partition", e.partition},
-      {"begin", e.begin},
-      {"end", e.end},
-      {"rows", e.rows},
-      {"status", e.status},
-      {"reason", e.reason},
-      {"kind", std::string(to_string(e.kind))},
-      {"dead_at", FormatRfc3339(e.dead_at)},
-      {"dead_at_ms", spool_io::ToUnixMs(e.dead_at)},
-      {"data_offset", e.data_offset},
-  };
-  if (e.requeued_at) {
-    j["requeued_at"] = FormatRfc3339(*e.requeued_at);
-    j["requeued_at_ms"] = spool_io::ToUnixMs(*e.requeued_at);
-  }
-  if (e.requeued_as) j["requeued_as"] = *e.requeued_as;
-  if (e.requeues > 0) j["requeues"] = e.requeues;
-  // A server's reason is not guaranteed UTF-8: replace, never throw.
-  return internal::DumpJson(j, /*indent=*/1) + "\n";
-}
 
 template <typename T>
 bool GetUnsigned(const json& j, const char* key, T& out) {
@@ -152,8 +101,8 @@ struct LoadedRecord {
 Result<LoadedRecord> LoadRecord(const fs::path& dead_dir, std::string_view dead_name) {
   LoadedRecord r;
   r.entry.name = std::string(dead_name);
-  r.entry.record_path = dead_dir / (r.entry.name + std::string(kRecordExt));
-  r.entry.rows_path = dead_dir / (r.entry.name + std::string(kRowsExt));
+  r.entry.record_path = dead_dir / (r.entry.name + std::string(kDeadRecordExt));
+  r.entry.rows_path = dead_dir / (r.entry.name + std::string(kDeadRowsExt));
   Result<std::string> text = spool_io::ReadSmallFile(r.entry.record_path, kMaxRecordBytes);
   if (!text) {
     const Status& st = text.status();
@@ -175,13 +124,13 @@ bool FileContains(const fs::path& path, std::uint64_t from, std::string_view nee
   Result<internal::FileReader> file = internal::FileReader::Open(path);
   if (!file.ok()) return false;
   std::string window;  // the tail of the previous block + the current block
-  std::string block(kReadBlock, '\0');
+  std::string block(kDeadReadBlock, '\0');
   std::uint64_t pos = from;
   std::uint64_t read_total = 0;
   bool found = false;
   while (!found && read_total < max) {
     const std::size_t want =
-        static_cast<std::size_t>(std::min<std::uint64_t>(kReadBlock, max - read_total));
+        static_cast<std::size_t>(std::min<std::uint64_t>(kDeadReadBlock, max - read_total));
     const Result<std::size_t> n = file->ReadAt(pos, block.data(), want);
     if (!n.ok() || *n == 0) break;
     pos += *n;
@@ -214,56 +163,61 @@ bool Matches(const LoadedRecord& r, const DeadFilter& f,
   return true;
 }
 
-// What a dead letter of partition `name`'s bytes [begin, end) is, its files under
-// `dead_dir`; the caller sets the rows. kInvalidName for a name dead/ cannot hold.
-Result<DeadEntry> NewEntry(std::string_view name, std::uint64_t begin, std::uint64_t end,
-                           DeadKind kind, int status, std::string_view reason,
-                           std::chrono::system_clock::time_point when, std::uint64_t data_offset,
-                           const fs::path& dead_dir) {
-  DeadEntry e;
-  e.name = DeadName(name, begin, end);
-  if (Status st = ValidateDeadName(e.name); !st.ok()) return st;
-  e.partition = std::string(name);
-  e.begin = begin;
-  e.end = end;
-  e.status = status;
-  e.reason = std::string(reason);
-  e.kind = kind;
-  e.dead_at = when;
-  e.data_offset = data_offset;
-  e.rows_path = dead_dir / (e.name + std::string(kRowsExt));
-  e.record_path = dead_dir / (e.name + std::string(kRecordExt));
-  return e;
-}
-
-// Removes the cursor record of a partition that was given up, durably.
-Status RemoveCursorRecord(const fs::path& cursor, const fs::path& state_dir) {
-  std::error_code ec;
-  fs::remove(cursor, ec);
-  if (ec) return spool_io::IoError("cannot remove cursor", cursor, ec);
-  return spool_io::FsyncDir(state_dir);
-}
-
-// Counts rows in bytes [from, end of file) of an open file.
-Result<std::uint64_t> CountRowsInFile(const internal::FileReader& file, std::uint64_t from) {
-  std::string block(kReadBlock, '\0');
-  std::uint64_t rows = 0;
-  char last = '\n';
-  std::uint64_t pos = from;
-  for (;;) {
-    const Result<std::size_t> n = file.ReadAt(pos, block.data(), block.size());
-    if (!n.ok()) return n.status();
-    if (*n == 0) break;
-    const std::string_view got(block.data(), *n);
-    rows += static_cast<std::uint64_t>(std::count(got.begin(), got.end(), '\n'));
-    last = got.back();
-    pos += *n;
-  }
-  if (last != '\n') ++rows;
-  return rows;
-}
-
 }  // namespace
+
+namespace internal {
+
+Status ValidateDeadName(std::string_view name) {
+  if (name.size() > kMaxDeadNameLength) {
+    return Status(StatusCode::kInvalidName, "invalid dead-letter name: longer than " +
+                                                std::to_string(kMaxDeadNameLength) + " bytes");
+  }
+  // Same alphabet as partition names; only the length bound differs.
+  if (name.size() <= kMaxPartitionNameLength) {
+    Status st = ValidatePartitionName(name);
+    if (st.ok()) return st;
+    std::string message = st.message();
+    message.replace(0, std::string_view("invalid partition name").size(),
+                    "invalid dead-letter name");
+    return spool_io::Reworded(st, std::move(message));
+  }
+  Status st = ValidatePartitionName(name.substr(0, kMaxPartitionNameLength));
+  if (st.ok()) st = ValidatePartitionName(name.substr(kMaxPartitionNameLength));
+  if (!st.ok()) {
+    return Status(StatusCode::kInvalidName,
+                  "invalid dead-letter name: only A-Z a-z 0-9 . _ - are allowed");
+  }
+  return {};
+}
+
+std::string DeadName(std::string_view partition, std::uint64_t begin, std::uint64_t end) {
+  return std::string(partition) + "." + std::to_string(begin) + "-" + std::to_string(end);
+}
+
+std::string DumpDeadRecord(const DeadEntry& e) {
+  json j = {
+      {"partition", e.partition},
+      {"begin", e.begin},
+      {"end", e.end},
+      {"rows", e.rows},
+      {"status", e.status},
+      {"reason", e.reason},
+      {"kind", std::string(to_string(e.kind))},
+      {"dead_at", FormatRfc3339(e.dead_at)},
+      {"dead_at_ms", spool_io::ToUnixMs(e.dead_at)},
+      {"data_offset", e.data_offset},
+  };
+  if (e.requeued_at) {
+    j["requeued_at"] = FormatRfc3339(*e.requeued_at);
+    j["requeued_at_ms"] = spool_io::ToUnixMs(*e.requeued_at);
+  }
+  if (e.requeued_as) j["requeued_as"] = *e.requeued_as;
+  if (e.requeues > 0) j["requeues"] = e.requeues;
+  // A server's reason is not guaranteed UTF-8: replace, never throw.
+  return internal::DumpJson(j, /*indent=*/1) + "\n";
+}
+
+}  // namespace internal
 
 Status internal::ParseDeadRecord(std::string_view text, DeadEntry& out) {
   return ParseRecord(text, out);
@@ -277,209 +231,6 @@ std::string_view to_string(DeadKind kind) noexcept {
   return "unknown";
 }
 
-Result<DeadEntry> Spool::DeadLetterChunk(std::string_view name, std::uint64_t begin,
-                                         std::uint64_t end, std::string_view body_bytes, int status,
-                                         std::string_view reason,
-                                         std::chrono::system_clock::time_point when) {
-  if (Status st = ValidatePartitionName(name); !st.ok()) return st;
-  if (end <= begin || end - begin != body_bytes.size()) {
-    return Status(StatusCode::kInvalidArgument,
-                  "dead letter " + DeadName(name, begin, end) + ": range holds " +
-                      std::to_string(end >= begin ? end - begin : 0) + " bytes but the body has " +
-                      std::to_string(body_bytes.size()));
-  }
-  Result<DeadEntry> made =
-      NewEntry(name, begin, end, DeadKind::kPoison, status, reason, when, 0, dead_dir());
-  if (!made.ok()) return made.status();
-  DeadEntry e = std::move(made).value();
-  e.rows = CountRows(body_bytes);
-  // Rows first, record last: the record is what makes a dead letter visible, so a
-  // crash in between leaves at most an unlisted rows file that the retry overwrites.
-  if (Status st = spool_io::WriteFileAtomic(e.rows_path, body_bytes); !st.ok()) return st;
-  if (Status st = spool_io::WriteFileAtomic(e.record_path, DumpRecord(e)); !st.ok()) return st;
-  return e;
-}
-
-// A row too long to send goes to dead/ alone, copied block by block (it may be far
-// larger than memory should hold); the rows after it stay to be sent.
-// @ref LLP 0023#row-too-long
-Result<DeadEntry> Spool::DeadLetterLongRow(std::string_view name, std::uint64_t begin,
-                                           std::uint64_t longer_than, std::string_view reason,
-                                           std::chrono::system_clock::time_point when) {
-  if (Status st = ValidatePartitionName(name); !st.ok()) return st;
-  Result<internal::FileReader> file = internal::FileReader::Open(PartitionPath(name));
-  if (!file.ok()) return file.status();
-  if (Result<bool> at = file->AtLineStart(begin); !at.ok() || !*at) {
-    return at.ok() ? Status(StatusCode::kInvalidArgument,
-                            "offset " + std::to_string(begin) + " is not at a row start")
-                   : at.status();
-  }
-  DeadEntry e;
-  e.partition = std::string(name);
-  e.begin = begin;
-  e.rows = 1;
-  e.reason = std::string(reason);
-  e.kind = DeadKind::kPoison;
-  e.dead_at = when;
-  spool_io::TempFile out;
-  const fs::path temp = dead_dir() / ("." + std::string(name) + ".long-row.tmp");
-  if (Status st = out.Create(temp); !st.ok()) return st;
-  std::string block(kReadBlock, '\0');
-  for (std::uint64_t pos = begin;;) {
-    const Result<std::size_t> n = file->ReadAt(pos, block.data(), block.size());
-    if (!n.ok()) return n.status();
-    if (*n == 0) {
-      return Status(StatusCode::kCorrupt, "the row at " + std::to_string(begin) + " of " +
-                                              std::string(name) + " has no end (a torn tail)");
-    }
-    const std::string_view got(block.data(), *n);
-    const std::size_t nl = got.find('\n');
-    if (Status st = out.Write(got.substr(0, nl == std::string_view::npos ? got.size() : nl + 1));
-        !st.ok()) {
-      return st;
-    }
-    if (nl != std::string_view::npos) {
-      e.end = pos + nl + 1;
-      break;
-    }
-    pos += *n;
-  }
-  if (e.end - e.begin <= longer_than) {
-    // Not the long row the caller expected (the file changed under us): leave it.
-    return Status(StatusCode::kInvalidArgument,
-                  "the row at " + std::to_string(begin) + " is " + std::to_string(e.end - e.begin) +
-                      " bytes, not longer than " + std::to_string(longer_than));
-  }
-  e.name = DeadName(name, e.begin, e.end);
-  if (Status st = ValidateDeadName(e.name); !st.ok()) return st;
-  e.rows_path = dead_dir() / (e.name + std::string(kRowsExt));
-  e.record_path = dead_dir() / (e.name + std::string(kRecordExt));
-  // Rows first, record last, as for a poisoned chunk (DeadLetterChunk).
-  if (Status st = out.Commit(e.rows_path); !st.ok()) return st;
-  if (Status st = spool_io::WriteFileAtomic(e.record_path, DumpRecord(e)); !st.ok()) return st;
-  return e;
-}
-
-Result<DeadEntry> Spool::DeadLetterPartition(std::string_view name, std::uint64_t from_offset,
-                                             std::string_view reason, int status,
-                                             std::chrono::system_clock::time_point when) {
-  if (Status st = ValidatePartitionName(name); !st.ok()) return st;
-  const fs::path partition = PartitionPath(name);
-  Result<internal::FileReader> file = internal::FileReader::Open(partition);
-  if (!file.ok()) {
-    if (file.status().code() == StatusCode::kNotFound) {
-      return Status(StatusCode::kNotFound, "no partition " + partition.string());
-    }
-    return file.status();
-  }
-  const Result<internal::FileInfo> info = file->Stat();
-  if (!info.ok()) return info.status();
-  const std::uint64_t size = info->size;
-  if (from_offset > size) {
-    return Status(StatusCode::kInvalidArgument, "partition " + std::string(name) +
-                                                    ": from_offset " + std::to_string(from_offset) +
-                                                    " is beyond its size " + std::to_string(size));
-  }
-  Result<std::uint64_t> rows = from_offset == size ? Result<std::uint64_t>(std::uint64_t{0})
-                                                   : CountRowsInFile(*file, from_offset);
-  if (!rows) return rows.status();
-
-  // The whole file moves; the dead rows start at from_offset in it.
-  Result<DeadEntry> made = NewEntry(name, from_offset, size, DeadKind::kHorizon, status, reason,
-                                    when, from_offset, dead_dir());
-  if (!made.ok()) return made.status();
-  DeadEntry e = std::move(made).value();
-  e.rows = rows.value();
-  // Record first, then the move: a crash in between leaves the partition in ready/
-  // (it is simply dead-lettered again), never rows in dead/ with no record to list
-  // them. @ref LLP 0020#dead-letters
-  if (Status st = spool_io::WriteFileAtomic(e.record_path, DumpRecord(e)); !st.ok()) return st;
-  if (::rename(partition.c_str(), e.rows_path.c_str()) != 0) {
-    return spool_io::IoError("cannot move partition into dead/: rename", partition, errno);
-  }
-  if (Status st = spool_io::FsyncDir(dead_dir()); !st.ok()) return st;
-  if (Status st = spool_io::FsyncDir(ready_dir()); !st.ok()) return st;
-  if (Status st = RemoveCursorRecord(CursorPath(name), state_dir()); !st.ok()) return st;
-  return e;
-}
-
-// @ref LLP 0014#horizon-gaps
-Result<std::vector<DeadEntry>> Spool::DeadLetterUnacked(
-    std::string_view name, std::uint64_t from_offset, const std::vector<CursorRange>& acked,
-    std::string_view reason, int status, std::chrono::system_clock::time_point when) {
-  std::vector<CursorRange> skip;
-  for (const CursorRange& r : acked) {
-    if (r.acked && r.begin >= from_offset && r.end > r.begin) skip.push_back(r);
-  }
-  if (skip.empty()) {
-    Result<DeadEntry> whole = DeadLetterPartition(name, from_offset, reason, status, when);
-    if (!whole.ok()) return whole.status();
-    return std::vector<DeadEntry>{std::move(whole).value()};
-  }
-  std::sort(skip.begin(), skip.end(),
-            [](const CursorRange& a, const CursorRange& b) { return a.begin < b.begin; });
-  if (Status st = ValidatePartitionName(name); !st.ok()) return st;
-  const fs::path partition = PartitionPath(name);
-  Result<internal::FileReader> file = internal::FileReader::Open(partition);
-  if (!file.ok()) return file.status();
-  const Result<internal::FileInfo> info = file->Stat();
-  if (!info.ok()) return info.status();
-  const std::uint64_t size = info->size;
-  // The stretches the server does not have: [from_offset, size) less the acked ranges.
-  std::vector<std::pair<std::uint64_t, std::uint64_t>> dead;
-  std::uint64_t at = from_offset;
-  for (const CursorRange& r : skip) {
-    if (r.end > size) {
-      return Status(StatusCode::kInvalidArgument,
-                    "partition " + std::string(name) + ": acknowledged range " +
-                        std::to_string(r.begin) + "-" + std::to_string(r.end) +
-                        " is beyond its size " + std::to_string(size));
-    }
-    if (r.begin > at) dead.emplace_back(at, r.begin);
-    at = std::max(at, r.end);
-  }
-  if (at < size) dead.emplace_back(at, size);
-  std::vector<DeadEntry> out;
-  std::string block(kReadBlock, '\0');
-  for (const auto& [begin, end] : dead) {
-    // A copy of the stretch alone: its rows start at 0.
-    Result<DeadEntry> made =
-        NewEntry(name, begin, end, DeadKind::kHorizon, status, reason, when, 0, dead_dir());
-    if (!made.ok()) return made.status();
-    DeadEntry e = std::move(made).value();
-    spool_io::TempFile rows;
-    if (Status st = rows.Create(dead_dir() / ("." + e.name + ".tmp")); !st.ok()) return st;
-    char last = '\n';
-    for (std::uint64_t pos = begin; pos < end;) {
-      const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(block.size(), end - pos));
-      const Result<std::size_t> n = file->ReadAt(pos, block.data(), want);
-      if (!n.ok()) return n.status();
-      if (*n == 0) {
-        return Status(StatusCode::kCorrupt, "partition " + std::string(name) + " is shorter than " +
-                                                std::to_string(end) + " bytes");
-      }
-      const std::string_view got(block.data(), *n);
-      e.rows += static_cast<std::uint64_t>(std::count(got.begin(), got.end(), '\n'));
-      last = got.back();
-      if (Status st = rows.Write(got); !st.ok()) return st;
-      pos += *n;
-    }
-    if (last != '\n') ++e.rows;
-    // Rows first, record last, as for a poisoned chunk (DeadLetterChunk).
-    if (Status st = rows.Commit(e.rows_path); !st.ok()) return st;
-    if (Status st = spool_io::WriteFileAtomic(e.record_path, DumpRecord(e)); !st.ok()) return st;
-    out.push_back(std::move(e));
-  }
-  // Every stretch is in dead/ (durable: Commit and WriteFileAtomic fsync): the partition
-  // and its cursor go.
-  if (::unlink(partition.c_str()) != 0) {
-    return spool_io::IoError("cannot remove the partition given up: unlink", partition, errno);
-  }
-  if (Status st = spool_io::FsyncDir(ready_dir()); !st.ok()) return st;
-  if (Status st = RemoveCursorRecord(CursorPath(name), state_dir()); !st.ok()) return st;
-  return out;
-}
-
 Result<DeadList> Spool::ListDead(const DeadFilter& filter,
                                  std::chrono::system_clock::time_point now) const {
   DeadList out;
@@ -490,8 +241,8 @@ Result<DeadList> Spool::ListDead(const DeadFilter& filter,
   for (const fs::directory_iterator end; it != end; it.increment(ec)) {
     if (ec) return spool_io::IoError("cannot list", dead_dir(), ec);
     const std::string file = it->path().filename().string();
-    if (file.size() <= kRecordExt.size() || !file.ends_with(kRecordExt)) continue;
-    const std::string dead_name = file.substr(0, file.size() - kRecordExt.size());
+    if (file.size() <= kDeadRecordExt.size() || !file.ends_with(kDeadRecordExt)) continue;
+    const std::string dead_name = file.substr(0, file.size() - kDeadRecordExt.size());
     if (!ValidateDeadName(dead_name).ok()) continue;  // temp files are dotfiles
     Result<LoadedRecord> r = LoadRecord(dead_dir(), dead_name);
     if (!r) {
@@ -543,7 +294,7 @@ Result<std::string> Spool::Requeue(std::string_view dead_name,
   }
   spool_io::TempFile out;
   Status st = out.Create(incoming_dir() / (new_name + ".ndjson.tmp"));
-  std::string block(kReadBlock, '\0');
+  std::string block(kDeadReadBlock, '\0');
   std::uint64_t pos = e.data_offset;
   const std::uint64_t stop = e.data_offset + (e.end - e.begin);
   while (st.ok() && pos < stop) {
@@ -567,7 +318,7 @@ Result<std::string> Spool::Requeue(std::string_view dead_name,
   e.requeued_at = now;
   e.requeued_as = new_name;
   ++e.requeues;
-  if (st = spool_io::WriteFileAtomic(e.record_path, DumpRecord(e)); !st.ok()) {
+  if (st = spool_io::WriteFileAtomic(e.record_path, DumpDeadRecord(e)); !st.ok()) {
     return spool_io::Reworded(st, "requeued " + e.name + " as " + new_name +
                                       " but could not update its record: " + st.message());
   }
@@ -577,8 +328,8 @@ Result<std::string> Spool::Requeue(std::string_view dead_name,
 Status Spool::Purge(std::string_view dead_name) {
   if (Status st = ValidateDeadName(dead_name); !st.ok()) return st;
   const std::string name(dead_name);
-  const fs::path record = dead_dir() / (name + std::string(kRecordExt));
-  const fs::path rows = dead_dir() / (name + std::string(kRowsExt));
+  const fs::path record = dead_dir() / (name + std::string(kDeadRecordExt));
+  const fs::path rows = dead_dir() / (name + std::string(kDeadRowsExt));
   std::error_code ec;
   // Record first: once it is gone the entry is no longer listed, whatever happens next.
   const bool had_record = fs::remove(record, ec);
