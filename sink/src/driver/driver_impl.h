@@ -63,11 +63,6 @@ class PermanentErrorWatch {
 
 namespace fwdsink {
 
-namespace internal {
-// Adds one sender's report of a tick to the tick's.
-void MergeReport(TickReport& into, const TickReport& r);
-}  // namespace internal
-
 // Adds what one call (a partition's or a pack's) acknowledged to the tick's report.
 inline void AddAcked(TickReport& report, const ForwardResult& r) {
   report.chunks_acked += r.chunks_acked;
@@ -133,13 +128,14 @@ struct Driver::Impl {
                   TickReport& report);
   void Delivered(const ReadyPartition& p, const ForwardResult& r, TickReport& report);
   void Torn(const ReadyPartition& p, const ForwardResult& r, TickReport& report);
-  // Records a failure and gives the partition up whole past the horizon.
+  // Records a failure and gives the partition up past the horizon.
   void Failed(const ReadyPartition& p, std::uint64_t resume, const ForwardResult& r,
               TickReport& report);
-  // Moves partition `name` to dead/ whole (its rows from `resume` on are dead), with the
-  // give-up's counters and event; false (a spool error said) when it could not.
-  bool GiveUp(const std::string& name, std::uint64_t resume, const ForwardResult& r,
-              TickReport& report);
+  // Moves partition `name` to dead/ from `resume` on, less the ranges its `journal` holds
+  // as acknowledged past a gap, with the give-up's counters and event; false (a spool
+  // error said) when it could not. @ref LLP 0014#horizon-gaps
+  bool GiveUp(const std::string& name, std::uint64_t resume,
+              const std::vector<CursorRange>& journal, const ForwardResult& r, TickReport& report);
   void SpoolError(std::string_view partition, std::string_view reason, std::string message,
                   TickReport* report);
   void Emit(Event e) const;

@@ -16,9 +16,9 @@
 #include "fwdsink/endpoints.h"
 
 namespace fwdsink {
-namespace internal {
+namespace {
 
-void MergeReport(TickReport& into, const TickReport& r) {
+void Merge(TickReport& into, const TickReport& r) {
   into.partitions += r.partitions;
   into.delivered += r.delivered;
   into.respooled += r.respooled;
@@ -35,7 +35,7 @@ void MergeReport(TickReport& into, const TickReport& r) {
   if (r.last_error != Outcome::kDelivered) into.last_error = r.last_error;
 }
 
-}  // namespace internal
+}  // namespace
 
 // Hands `count` items out in order to up to `limit` senders, each item to `work` on the
 // sender that took it, with that sender's slot held. The driver thread is the first
@@ -76,7 +76,7 @@ void Driver::Impl::SenderLoop(Lane& lane, std::size_t count, const SenderWork& w
     if (i >= count) break;
   }
   std::lock_guard guard(report_mu);
-  internal::MergeReport(report, mine);
+  Merge(report, mine);
 }
 
 void Driver::Impl::SendAll(const std::vector<ReadyPartition>& ready, TickReport& report) {

@@ -288,7 +288,8 @@ void Driver::Impl::PackFailed(const PackManifest& m, const ForwardResult& r, Tic
   const CursorState c = spool.LoadCursor(first);
   if (!c.first_failure || now - *c.first_failure <= options.horizon) return;
   for (auto x = m.members.rbegin(); x != m.members.rend(); ++x) {
-    if (!GiveUp(x->name, 0, r, report)) return;  // the manifest stays for the next tick
+    // A member has no journal (it had no cursor when it was packed).
+    if (!GiveUp(x->name, 0, {}, r, report)) return;  // the manifest stays for the next tick
   }
   if (Status s = RemoveManifest(spool.dir(), m); !s.ok()) {
     SpoolError(first, "pack_manifest", s.message(), &report);

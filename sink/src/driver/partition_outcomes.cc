@@ -122,17 +122,15 @@ void Driver::Impl::Failed(const ReadyPartition& p, std::uint64_t resume, const F
   const CursorState c = spool.LoadCursor(p.name);
   // @ref LLP 0021#horizon
   if (c.first_failure && now - *c.first_failure > options.horizon) {
-    (void)GiveUp(p.name, resume, r, report);
+    (void)GiveUp(p.name, resume, c.ranges, r, report);
   }
 }
 
-bool Driver::Impl::GiveUp(const std::string& name, std::uint64_t resume, const ForwardResult& r,
+bool Driver::Impl::GiveUp(const std::string& name, std::uint64_t resume,
+                          const std::vector<CursorRange>& journal, const ForwardResult& r,
                           TickReport& report) {
   // Chunks acknowledged past a gap are the server's already: they stay out of dead/, so
   // a requeue never sends them again under other keys. @ref LLP 0014#horizon-gaps
-  const CursorState cursor = spool.LoadCursor(name);
-  const std::vector<CursorRange> journal =
-      cursor.status == CursorStatus::kOk ? cursor.ranges : std::vector<CursorRange>{};
   auto dead =
       spool.DeadLetterUnacked(name, resume, journal, r.reason.empty() ? "horizon" : r.reason,
                               r.status, deps.time->SystemNow());
