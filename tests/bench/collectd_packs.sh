@@ -8,6 +8,7 @@
 # Usage: collectd_packs.sh PLUGIN_SO CENTRAL_BIN SCRATCH_DIR SECONDS LINGER
 #                                                                  @ref LLP 0027#figures
 set -euo pipefail
+source "$(dirname "${BASH_SOURCE[0]}")/../collectd/conf.sh"
 plugin=$1 central=$2 scratch=$3 seconds=$4 linger=$5
 collectd=$(command -v collectd || echo /usr/sbin/collectd)
 [[ -x $collectd && -f /usr/lib/collectd/cpu.so ]] || { echo "collectd_packs: collectd is not installed" >&2; exit 77; }
@@ -30,30 +31,7 @@ one_run() {  # one_run LABEL PROPERTY VALUE
   central_pid=$!
   for _ in $(seq 200); do [[ -s $d/port ]] && break; sleep 0.05; done
   [[ -s $d/port ]] || { echo "collectd_packs: the receiver did not start" >&2; exit 1; }
-  cat >"$d/collectd.conf" <<CONF
-Hostname "fwdsink-bench"
-FQDNLookup false
-Interval 1
-BaseDir "$d/base"
-PIDFile "$d/collectd.pid"
-PluginDir "$d/plugins"
-TypesDB "/usr/share/collectd/types.db"
-LoadPlugin logfile
-<Plugin logfile>
-  LogLevel "info"
-  File "$d/collectd.log"
-</Plugin>
-LoadPlugin cpu
-LoadPlugin memory
-LoadPlugin load
-LoadPlugin write_fwdsink
-<Plugin write_fwdsink>
-  Property "spool_dir" "$d/spool"
-  Property "url" "http://127.0.0.1:$(cat "$d/port")/ingest"
-  Property "$key" "$value"
-  SealInterval 1
-</Plugin>
-CONF
+  collectd_conf "$d" "$(cat "$d/port")" "Property \"$key\" \"$value\"" 'SealInterval 1'
   "$collectd" -f -C "$d/collectd.conf" >"$d/collectd.stdout" 2>&1 &
   collectd_pid=$!
   sleep "$seconds"

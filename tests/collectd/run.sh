@@ -33,32 +33,8 @@ trap cleanup EXIT
 for _ in $(seq 200); do [[ -s $scratch/port ]] && break; sleep 0.05; done
 port=$(cat "$scratch/port")
 
-cat >"$scratch/collectd.conf" <<CONF
-Hostname "fwdsink-capi-test"
-FQDNLookup false
-Interval 1
-BaseDir "$scratch/base"
-PIDFile "$scratch/collectd.pid"
-PluginDir "$scratch/plugins"
-TypesDB "/usr/share/collectd/types.db"
-LoadPlugin logfile
-<Plugin logfile>
-  LogLevel "info"
-  File "$scratch/collectd.log"
-  Timestamp true
-</Plugin>
-LoadPlugin cpu
-LoadPlugin memory
-LoadPlugin load
-LoadPlugin write_fwdsink
-<Plugin write_fwdsink>
-  Property "spool_dir" "$scratch/spool"
-  Property "url" "http://127.0.0.1:$port/ingest"
-  Property "poll" "200ms"
-  SealRows 25
-  SealInterval 2
-</Plugin>
-CONF
+source "$(dirname "${BASH_SOURCE[0]}")/conf.sh"
+collectd_conf "$scratch" "$port" 'Property "poll" "200ms"' 'SealRows 25' 'SealInterval 2'
 
 run_collectd() {  # run_collectd SECONDS: runs it, SIGTERMs it, prints the stop time in ms
   "$collectd" -f -C "$scratch/collectd.conf" >>"$scratch/collectd.stdout" 2>&1 &
