@@ -18,12 +18,6 @@
 
 namespace fwdsink {
 namespace fs = std::filesystem;
-using internal::DeadName;
-using internal::DumpDeadRecord;
-using internal::kDeadReadBlock;
-using internal::kDeadRecordExt;
-using internal::kDeadRowsExt;
-using internal::ValidateDeadName;
 
 namespace {
 
@@ -40,8 +34,8 @@ Result<DeadEntry> NewEntry(std::string_view name, std::uint64_t begin, std::uint
                            std::chrono::system_clock::time_point when, std::uint64_t data_offset,
                            const fs::path& dead_dir) {
   DeadEntry e;
-  e.name = DeadName(name, begin, end);
-  if (Status st = ValidateDeadName(e.name); !st.ok()) return st;
+  e.name = internal::DeadName(name, begin, end);
+  if (Status st = internal::ValidateDeadName(e.name); !st.ok()) return st;
   e.partition = std::string(name);
   e.begin = begin;
   e.end = end;
@@ -50,8 +44,8 @@ Result<DeadEntry> NewEntry(std::string_view name, std::uint64_t begin, std::uint
   e.kind = kind;
   e.dead_at = when;
   e.data_offset = data_offset;
-  e.rows_path = dead_dir / (e.name + std::string(kDeadRowsExt));
-  e.record_path = dead_dir / (e.name + std::string(kDeadRecordExt));
+  e.rows_path = dead_dir / (e.name + std::string(internal::kDeadRowsExt));
+  e.record_path = dead_dir / (e.name + std::string(internal::kDeadRecordExt));
   return e;
 }
 
@@ -65,7 +59,7 @@ Status RemoveCursorRecord(const fs::path& cursor, const fs::path& state_dir) {
 
 // Counts rows in bytes [from, end of file) of an open file.
 Result<std::uint64_t> CountRowsInFile(const internal::FileReader& file, std::uint64_t from) {
-  std::string block(kDeadReadBlock, '\0');
+  std::string block(internal::kDeadReadBlock, '\0');
   std::uint64_t rows = 0;
   char last = '\n';
   std::uint64_t pos = from;
@@ -110,7 +104,7 @@ Result<std::vector<std::pair<std::uint64_t, std::uint64_t>>> Unacked(
 Status CopyStretch(const internal::FileReader& file, DeadEntry& e, const fs::path& temp) {
   spool_io::TempFile rows;
   if (Status st = rows.Create(temp); !st.ok()) return st;
-  std::string block(kDeadReadBlock, '\0');
+  std::string block(internal::kDeadReadBlock, '\0');
   char last = '\n';
   for (std::uint64_t pos = e.begin; pos < e.end;) {
     const auto want = static_cast<std::size_t>(std::min<std::uint64_t>(block.size(), e.end - pos));
@@ -139,7 +133,7 @@ Result<DeadEntry> Spool::DeadLetterChunk(std::string_view name, std::uint64_t be
   if (Status st = ValidatePartitionName(name); !st.ok()) return st;
   if (end <= begin || end - begin != body_bytes.size()) {
     return Status(StatusCode::kInvalidArgument,
-                  "dead letter " + DeadName(name, begin, end) + ": range holds " +
+                  "dead letter " + internal::DeadName(name, begin, end) + ": range holds " +
                       std::to_string(end >= begin ? end - begin : 0) + " bytes but the body has " +
                       std::to_string(body_bytes.size()));
   }
@@ -151,7 +145,8 @@ Result<DeadEntry> Spool::DeadLetterChunk(std::string_view name, std::uint64_t be
   // Rows first, record last: the record is what makes a dead letter visible, so a
   // crash in between leaves at most an unlisted rows file that the retry overwrites.
   if (Status st = spool_io::WriteFileAtomic(e.rows_path, body_bytes); !st.ok()) return st;
-  if (Status st = spool_io::WriteFileAtomic(e.record_path, DumpDeadRecord(e)); !st.ok()) return st;
+  if (Status st = spool_io::WriteFileAtomic(e.record_path, internal::DumpDeadRecord(e)); !st.ok())
+    return st;
   return e;
 }
 
@@ -179,7 +174,7 @@ Result<DeadEntry> Spool::DeadLetterLongRow(std::string_view name, std::uint64_t 
   spool_io::TempFile out;
   const fs::path temp = dead_dir() / ("." + std::string(name) + ".long-row.tmp");
   if (Status st = out.Create(temp); !st.ok()) return st;
-  std::string block(kDeadReadBlock, '\0');
+  std::string block(internal::kDeadReadBlock, '\0');
   for (std::uint64_t pos = begin;;) {
     const Result<std::size_t> n = file->ReadAt(pos, block.data(), block.size());
     if (!n.ok()) return n.status();
@@ -205,13 +200,14 @@ Result<DeadEntry> Spool::DeadLetterLongRow(std::string_view name, std::uint64_t 
                   "the row at " + std::to_string(begin) + " is " + std::to_string(e.end - e.begin) +
                       " bytes, not longer than " + std::to_string(longer_than));
   }
-  e.name = DeadName(name, e.begin, e.end);
-  if (Status st = ValidateDeadName(e.name); !st.ok()) return st;
-  e.rows_path = dead_dir() / (e.name + std::string(kDeadRowsExt));
-  e.record_path = dead_dir() / (e.name + std::string(kDeadRecordExt));
+  e.name = internal::DeadName(name, e.begin, e.end);
+  if (Status st = internal::ValidateDeadName(e.name); !st.ok()) return st;
+  e.rows_path = dead_dir() / (e.name + std::string(internal::kDeadRowsExt));
+  e.record_path = dead_dir() / (e.name + std::string(internal::kDeadRecordExt));
   // Rows first, record last, as for a poisoned chunk (DeadLetterChunk).
   if (Status st = out.Commit(e.rows_path); !st.ok()) return st;
-  if (Status st = spool_io::WriteFileAtomic(e.record_path, DumpDeadRecord(e)); !st.ok()) return st;
+  if (Status st = spool_io::WriteFileAtomic(e.record_path, internal::DumpDeadRecord(e)); !st.ok())
+    return st;
   return e;
 }
 
@@ -248,7 +244,8 @@ Result<DeadEntry> Spool::DeadLetterPartition(std::string_view name, std::uint64_
   // Record first, then the move: a crash in between leaves the partition in ready/
   // (it is simply dead-lettered again), never rows in dead/ with no record to list
   // them. @ref LLP 0020#dead-letters
-  if (Status st = spool_io::WriteFileAtomic(e.record_path, DumpDeadRecord(e)); !st.ok()) return st;
+  if (Status st = spool_io::WriteFileAtomic(e.record_path, internal::DumpDeadRecord(e)); !st.ok())
+    return st;
   if (::rename(partition.c_str(), e.rows_path.c_str()) != 0) {
     return spool_io::IoError("cannot move partition into dead/: rename", partition, errno);
   }
@@ -290,7 +287,8 @@ Result<std::vector<DeadEntry>> Spool::DeadLetterUnacked(
     if (Status st = CopyStretch(*file, e, dead_dir() / ("." + e.name + ".tmp")); !st.ok()) {
       return st;
     }
-    if (Status st = spool_io::WriteFileAtomic(e.record_path, DumpDeadRecord(e)); !st.ok()) {
+    if (Status st = spool_io::WriteFileAtomic(e.record_path, internal::DumpDeadRecord(e));
+        !st.ok()) {
       return st;
     }
     out.push_back(std::move(e));

@@ -21,12 +21,6 @@
 
 namespace fwdsink {
 namespace fs = std::filesystem;
-using internal::DeadName;
-using internal::DumpDeadRecord;
-using internal::kDeadReadBlock;
-using internal::kDeadRecordExt;
-using internal::kDeadRowsExt;
-using internal::ValidateDeadName;
 using nlohmann::json;
 
 namespace {
@@ -101,8 +95,8 @@ struct LoadedRecord {
 Result<LoadedRecord> LoadRecord(const fs::path& dead_dir, std::string_view dead_name) {
   LoadedRecord r;
   r.entry.name = std::string(dead_name);
-  r.entry.record_path = dead_dir / (r.entry.name + std::string(kDeadRecordExt));
-  r.entry.rows_path = dead_dir / (r.entry.name + std::string(kDeadRowsExt));
+  r.entry.record_path = dead_dir / (r.entry.name + std::string(internal::kDeadRecordExt));
+  r.entry.rows_path = dead_dir / (r.entry.name + std::string(internal::kDeadRowsExt));
   Result<std::string> text = spool_io::ReadSmallFile(r.entry.record_path, kMaxRecordBytes);
   if (!text) {
     const Status& st = text.status();
@@ -124,13 +118,13 @@ bool FileContains(const fs::path& path, std::uint64_t from, std::string_view nee
   Result<internal::FileReader> file = internal::FileReader::Open(path);
   if (!file.ok()) return false;
   std::string window;  // the tail of the previous block + the current block
-  std::string block(kDeadReadBlock, '\0');
+  std::string block(internal::kDeadReadBlock, '\0');
   std::uint64_t pos = from;
   std::uint64_t read_total = 0;
   bool found = false;
   while (!found && read_total < max) {
-    const std::size_t want =
-        static_cast<std::size_t>(std::min<std::uint64_t>(kDeadReadBlock, max - read_total));
+    const std::size_t want = static_cast<std::size_t>(
+        std::min<std::uint64_t>(internal::kDeadReadBlock, max - read_total));
     const Result<std::size_t> n = file->ReadAt(pos, block.data(), want);
     if (!n.ok() || *n == 0) break;
     pos += *n;
@@ -241,9 +235,10 @@ Result<DeadList> Spool::ListDead(const DeadFilter& filter,
   for (const fs::directory_iterator end; it != end; it.increment(ec)) {
     if (ec) return spool_io::IoError("cannot list", dead_dir(), ec);
     const std::string file = it->path().filename().string();
-    if (file.size() <= kDeadRecordExt.size() || !file.ends_with(kDeadRecordExt)) continue;
-    const std::string dead_name = file.substr(0, file.size() - kDeadRecordExt.size());
-    if (!ValidateDeadName(dead_name).ok()) continue;  // temp files are dotfiles
+    if (file.size() <= internal::kDeadRecordExt.size() || !file.ends_with(internal::kDeadRecordExt))
+      continue;
+    const std::string dead_name = file.substr(0, file.size() - internal::kDeadRecordExt.size());
+    if (!internal::ValidateDeadName(dead_name).ok()) continue;  // temp files are dotfiles
     Result<LoadedRecord> r = LoadRecord(dead_dir(), dead_name);
     if (!r) {
       if (r.status().code() != StatusCode::kNotFound) out.unreadable.push_back(dead_name);
@@ -269,7 +264,7 @@ Result<DeadList> Spool::ListDead(const DeadFilter& filter,
 
 Result<std::string> Spool::Requeue(std::string_view dead_name,
                                    std::chrono::system_clock::time_point now) {
-  if (Status st = ValidateDeadName(dead_name); !st.ok()) return st;
+  if (Status st = internal::ValidateDeadName(dead_name); !st.ok()) return st;
   Result<LoadedRecord> loaded = LoadRecord(dead_dir(), dead_name);
   if (!loaded) return loaded.status();
   DeadEntry& e = loaded.value().entry;
@@ -294,7 +289,7 @@ Result<std::string> Spool::Requeue(std::string_view dead_name,
   }
   spool_io::TempFile out;
   Status st = out.Create(incoming_dir() / (new_name + ".ndjson.tmp"));
-  std::string block(kDeadReadBlock, '\0');
+  std::string block(internal::kDeadReadBlock, '\0');
   std::uint64_t pos = e.data_offset;
   const std::uint64_t stop = e.data_offset + (e.end - e.begin);
   while (st.ok() && pos < stop) {
@@ -318,7 +313,7 @@ Result<std::string> Spool::Requeue(std::string_view dead_name,
   e.requeued_at = now;
   e.requeued_as = new_name;
   ++e.requeues;
-  if (st = spool_io::WriteFileAtomic(e.record_path, DumpDeadRecord(e)); !st.ok()) {
+  if (st = spool_io::WriteFileAtomic(e.record_path, internal::DumpDeadRecord(e)); !st.ok()) {
     return spool_io::Reworded(st, "requeued " + e.name + " as " + new_name +
                                       " but could not update its record: " + st.message());
   }
@@ -326,10 +321,10 @@ Result<std::string> Spool::Requeue(std::string_view dead_name,
 }
 
 Status Spool::Purge(std::string_view dead_name) {
-  if (Status st = ValidateDeadName(dead_name); !st.ok()) return st;
+  if (Status st = internal::ValidateDeadName(dead_name); !st.ok()) return st;
   const std::string name(dead_name);
-  const fs::path record = dead_dir() / (name + std::string(kDeadRecordExt));
-  const fs::path rows = dead_dir() / (name + std::string(kDeadRowsExt));
+  const fs::path record = dead_dir() / (name + std::string(internal::kDeadRecordExt));
+  const fs::path rows = dead_dir() / (name + std::string(internal::kDeadRowsExt));
   std::error_code ec;
   // Record first: once it is gone the entry is no longer listed, whatever happens next.
   const bool had_record = fs::remove(record, ec);
