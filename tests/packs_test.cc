@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -74,6 +75,8 @@ std::string Header(const fwdsink_test::Recorded& r, const std::string& name) {
 
 struct Harness {
   fwdsink::FakeClock clock;
+  std::mutex events_mu;
+  // Events come from every sender's thread (several packs in flight): guarded by events_mu.
   std::vector<fwdsink::Event> events;
   std::unique_ptr<fwdsink::Driver> driver;
 
@@ -94,7 +97,10 @@ struct Harness {
     fwdsink::ForwardDeps deps;
     deps.time = &clock;
     deps.sleeper = &clock;
-    deps.on_event = [this](const fwdsink::Event& e) { events.push_back(e); };
+    deps.on_event = [this](const fwdsink::Event& e) {
+      std::lock_guard guard(events_mu);
+      events.push_back(e);
+    };
     auto created = fwdsink::Driver::Create(o, deps);
     REQUIRE_MESSAGE(created.ok(), created.status().ToString());
     driver = std::move(created).value();
