@@ -48,28 +48,38 @@ struct RecordedEvent {
   std::string message;
 };
 
+// Writes the given lines, each followed by '\n', as a producer seals a partition: into a
+// hidden sibling (which a spool scan skips), then renamed over `path`, so a daemon that
+// polls the directory never sees a file half written (a daemon polling every 0.2 s once
+// took an empty partition and the rows went into the unlinked file).
+inline void WriteLines(const std::filesystem::path& path, const std::vector<std::string>& lines) {
+  const std::filesystem::path temp = path.parent_path() / ("." + path.filename().string() + ".w");
+  {
+    std::ofstream out(temp, std::ios::binary | std::ios::trunc);
+    for (const auto& l : lines) out << l << '\n';
+    out.flush();
+    REQUIRE(out.good());
+  }
+  std::error_code ec;
+  std::filesystem::rename(temp, path, ec);
+  REQUIRE_FALSE(ec);
+}
+
 // Writes `rows` rows `{"i":N,"pad":"x..."}` padded so that every line (with its '\n') is
 // exactly `line_bytes` long, and returns the lines without their newlines.
 inline std::vector<std::string> WriteRows(const std::filesystem::path& path, int rows,
                                           std::size_t line_bytes = 50) {
   std::vector<std::string> lines;
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
   for (int i = 0; i < rows; ++i) {
     std::string line = "{\"i\":" + std::to_string(i) + ",\"pad\":\"";
     const std::size_t fixed = line.size() + 2 + 1;  // closing "} and '\n'
     REQUIRE(line_bytes > fixed);
     line.append(line_bytes - fixed, 'x');
     line += "\"}";
-    out << line << '\n';
     lines.push_back(std::move(line));
   }
+  WriteLines(path, lines);
   return lines;
-}
-
-// Writes the given lines, each followed by '\n'.
-inline void WriteLines(const std::filesystem::path& path, const std::vector<std::string>& lines) {
-  std::ofstream out(path, std::ios::binary | std::ios::trunc);
-  for (const auto& l : lines) out << l << '\n';
 }
 
 // Returns the byte offset where line `index` (0-based) starts in the file of `lines`.
