@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // EndpointPacer's probe on the fake clock (LLP 0016#probe): past the rate refused last,
 // with nothing refused for probe_after, the rise is faster than the additive step; below
-// that rate it stays additive; a refusal at the same rate still cuts; two senders on one
-// bucket still converge toward equal shares.
+// that rate it stays additive; a refusal at the same rate still cuts; a refusal soon after
+// a decrease cuts deeper (LLP 0016#repeat); two senders on one bucket still converge
+// toward equal shares.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -22,8 +23,9 @@ namespace {
 
 constexpr std::uint64_t kChunk = 100'000;  // wire bytes per request
 constexpr double kStep = 0.05;             // increase_requests_per_s, the additive step
-// The probe as tuned on the simulator (off by default: LLP 0016#probe).
-const PacingPolicy kProbing{.probe_max_factor = 24};
+// The probe as tuned on the simulator: the default (LLP 0016#probe).
+const PacingPolicy kProbing{};
+static_assert(PacingPolicy{}.probe_max_factor == 24);
 
 double Secs(MonotonicTime::duration d) { return std::chrono::duration<double>(d).count(); }
 
@@ -40,16 +42,22 @@ double Rate(const EndpointPacer& p, const fwdsink::FakeClock& clock) {
   return p.Current(clock.MonotonicNow()).requests_per_s;
 }
 
-// A sender through its first refusal, slow start, its exit and one refusal after it (the
-// decrease that gives the probe its reference); `refused` is the rate that last refusal
-// cut from. Ends at the end of that refusal's 1 s wait.
-void PastSlowStart(EndpointPacer& p, fwdsink::FakeClock& clock, double& refused) {
+// A sender through its first refusal, slow start and its exit. Ends at the end of the
+// exit's 1 s wait.
+void ThroughSlowStart(EndpointPacer& p, fwdsink::FakeClock& clock) {
   AcceptMany(p, clock, 10);
   p.OnRefused(clock.MonotonicNow(), 1s, std::nullopt);  // first estimate 10 / 1.1 s
   clock.Advance(1s);
   AcceptMany(p, clock, 20);
   p.OnRefused(clock.MonotonicNow(), 1s, std::nullopt);  // leaves slow start: 0.55 x
   clock.Advance(1s);
+}
+
+// ThroughSlowStart, then one refusal after it (the decrease that gives the probe its
+// reference); `refused` is the rate that last refusal cut from. Ends at the end of that
+// refusal's 1 s wait.
+void PastSlowStart(EndpointPacer& p, fwdsink::FakeClock& clock, double& refused) {
+  ThroughSlowStart(p, clock);
   AcceptMany(p, clock, 10);
   refused = Rate(p, clock);
   p.OnRefused(clock.MonotonicNow(), 1s, std::nullopt);  // after slow start: 0.94 x
@@ -98,9 +106,9 @@ TEST_CASE("PastTheRefusedRateWithNothingRefusedTheRiseIsFasterThanTheAdditiveSte
   CHECK(probed - at > 8 * kStep * t_probe);
   // ... but no faster than probe_max_factor (24) additive steps per second.
   CHECK(probed - at < 24 * kStep * t_probe);
-  SUBCASE("twin: with the default policy (probe_max_factor 1) the rise stays the additive step") {
+  SUBCASE("twin: with probe_max_factor 1 the rise stays the additive step") {
     fwdsink::FakeClock c2;
-    EndpointPacer q;  // the default policy: no probe
+    EndpointPacer q(PacingPolicy{.probe_max_factor = 1});
     double r2 = 0;
     PastSlowStart(q, c2, r2);
     const double cut2 = Rate(q, c2);
@@ -113,12 +121,7 @@ TEST_CASE("PastTheRefusedRateWithNothingRefusedTheRiseIsFasterThanTheAdditiveSte
     // overshoot is no limit to probe past.
     fwdsink::FakeClock c3;
     EndpointPacer q(kProbing);
-    AcceptMany(q, c3, 10);
-    q.OnRefused(c3.MonotonicNow(), 1s, std::nullopt);
-    c3.Advance(1s);
-    AcceptMany(q, c3, 20);
-    q.OnRefused(c3.MonotonicNow(), 1s, std::nullopt);
-    c3.Advance(1s);
+    ThroughSlowStart(q, c3);
     const double exit = Rate(q, c3);
     const MonotonicTime s0 = c3.MonotonicNow();
     const double end = SendFor(q, c3, 20.0);
@@ -153,6 +156,51 @@ TEST_CASE("ARefusalAtTheSameRateStillCutsAndEndsTheProbe") {
     const MonotonicTime s0 = c2.MonotonicNow();
     const double on = SendFor(q, c2, 4.0);
     CHECK(on - p2 > 4 * kStep * Secs(c2.MonotonicNow() - s0));
+  }
+}
+
+namespace {
+
+// Sends at the pace for `secs` seconds, is refused, waits the 1 s; returns the cut (the
+// rate after the refusal over the rate before it).
+double CutAfter(EndpointPacer& p, fwdsink::FakeClock& clock, double secs) {
+  const double before = SendFor(p, clock, secs);
+  p.OnRefused(clock.MonotonicNow(), 1s, std::nullopt);
+  const double cut = Rate(p, clock) / before;
+  clock.Advance(1s);
+  return cut;
+}
+
+}  // namespace
+
+// @ref LLP 0016#repeat
+TEST_CASE("ARefusalSoonAfterADecreaseCutsDeeper") {
+  fwdsink::FakeClock clock;
+  EndpointPacer p(kProbing);
+  double refused = 0;
+  PastSlowStart(p, clock, refused);
+  // One second of sending after the 0.94 cut, and refused again: the cut was not enough.
+  CHECK(CutAfter(p, clock, 1.0) == doctest::Approx(0.85));
+  // And again soon after that one: deeper again, from the new rate.
+  CHECK(CutAfter(p, clock, 1.0) == doctest::Approx(0.85));
+  SUBCASE("twin: refused after 1.5 s of sending or more, the cut is the usual 0.94") {
+    fwdsink::FakeClock c2;
+    EndpointPacer q(kProbing);
+    PastSlowStart(q, c2, refused);
+    CHECK(CutAfter(q, c2, 2.0) == doctest::Approx(0.94));
+  }
+  SUBCASE("twin: soon after slow start's exit the cut is the usual 0.94") {
+    // The exit's 0.55 already allowed for slow start's overshoot.
+    fwdsink::FakeClock c3;
+    EndpointPacer q(kProbing);
+    ThroughSlowStart(q, c3);
+    CHECK(CutAfter(q, c3, 1.0) == doctest::Approx(0.94));
+  }
+  SUBCASE("twin: with repeat_within 0 every cut is 0.94") {
+    fwdsink::FakeClock c4;
+    EndpointPacer q(PacingPolicy{.repeat_within = 0ms});
+    PastSlowStart(q, c4, refused);
+    CHECK(CutAfter(q, c4, 1.0) == doctest::Approx(0.94));
   }
 }
 
@@ -229,10 +277,12 @@ TEST_CASE("TwoSendersStillConvergeTowardEqualShares") {
   CHECK(Jain(shares) >= 0.95);
   CHECK(shares[0] + shares[1] >= 0.85 * 2e6 * 30);  // and the pair still fills the limit
   SUBCASE("twin: increases proportional to each sender's own rate keep the gap") {
-    // No absolute step (and no probe past it): multiplicative both ways, so the
-    // joiner's small start stays small (Chiu & Jain).
-    const auto mimd = TwoSenders(PacingPolicy{.increase_requests_per_s = 0, .probe_max_factor = 1},
-                                 30.0, 120.0, 30.0);
+    // No absolute step (and no probe past it, no deeper repeated cut, which alone
+    // brings this pair to 0.99): multiplicative both ways, so the joiner's small start
+    // stays small (Chiu & Jain).
+    const auto mimd = TwoSenders(
+        PacingPolicy{.increase_requests_per_s = 0, .probe_max_factor = 1, .repeat_within = 0ms},
+        30.0, 120.0, 30.0);
     MESSAGE("without the absolute step: " << mimd[0] << ", " << mimd[1]);
     CHECK(Jain(mimd) < 0.9);
   }

@@ -15,7 +15,8 @@
 // drain_goodput, first_finish_s, last_finish_s, finish_ratio and join_share. On stderr when set:
 // PACING_SIM_SERIES (accepted per 10 s), PACING_SIM_STATES (every 10 s from recovery, the senders
 // still holding a backlog by what they wait for), PACING_SIM_TRACE (every refusal),
-// PACING_SIM_RATES=i, _SHARES.
+// PACING_SIM_RATES=i, _SHARES. The controller's knobs (--decrease, --increase, --probe-max,
+// --repeat-decrease, --repeat-within-ms, ...) override PacingPolicy's defaults, for sweeps.
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -455,6 +456,10 @@ int main(int argc, char** argv) {
       c.pacing_policy.probe_doubling = milliseconds{std::atol(v.c_str())};
     else if (k == "--probe-max")
       c.pacing_policy.probe_max_factor = std::atof(v.c_str());
+    else if (k == "--repeat-decrease")
+      c.pacing_policy.repeat_decrease = std::atof(v.c_str());
+    else if (k == "--repeat-within-ms")
+      c.pacing_policy.repeat_within = milliseconds{std::atol(v.c_str())};
     else if (k == "--restart")
       c.pacing_policy.restart_after_refusals = static_cast<std::size_t>(std::atoi(v.c_str()));
     else if (k == "--restart-after-s")

@@ -47,7 +47,7 @@ for f in f9 f9l f3 ng ngl fl4 fl16 fl16l fc11 fc11l fe11 fe11l fd11; do
         if (!(k in hi) || x > hi[k]) hi[k] = x
       } n++ }
     END {
-      if (f ~ /^fl/) printf "%-6s fleet_goodput=%.3f jain=%.3f window_s=%.1f\n", f, v["fleet_goodput"]/n, v["jain"]/n, v["fleet_window_s"]/n
+      if (f ~ /^fl/) printf "%-6s fleet_goodput=%.3f jain=%.3f (min %.3f) window_s=%.1f refused=%.1f\n", f, v["fleet_goodput"]/n, v["jain"]/n, lo["jain"], v["fleet_window_s"]/n, v["refused"]/n
       else if (f ~ /^fc/) printf "%-6s drain_goodput=%.3f (min %.3f) jain=%.3f (min %.3f) refused=%.1f\n", f, v["drain_goodput"]/n, lo["drain_goodput"], v["jain"]/n, lo["jain"], v["refused"]/n
       else if (f ~ /^fe/) printf "%-6s drain_goodput=%.3f (min %.3f) finish_ratio=%.3f (max %.3f) refused=%.1f\n", f, v["drain_goodput"]/n, lo["drain_goodput"], v["finish_ratio"]/n, hi["finish_ratio"], v["refused"]/n
       else if (f ~ /^fd/) printf "%-6s join_share=%.3f (min %.3f) refused=%.1f\n", f, v["join_share"]/n, lo["join_share"], v["refused"]/n

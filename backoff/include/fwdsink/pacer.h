@@ -16,14 +16,14 @@
 namespace fwdsink {
 
 // How a pacer learns and forgets. With the defaults, a refusal sets the learned rate
-// to 0.94 x the rate that was being paced (multiplicative decrease); every second of
-// accepted sending then adds 0.3% of that rate (additive increase), so a limit with a
-// burst of a quarter second is probed about once per 20 s; a learned limit is
-// forgotten after 60 s without a refusal. Before the first decrease the rate doubles
-// every second from its first estimate plus a step every sender shares (slow start),
-// and leaving it cuts to 0.55 x. With probe_max_factor > 1, past the rate a later
-// decrease cut from, after 6 s without a refusal, the step doubles every 0.5 s up to
-// that factor (the probe; off by default).
+// to 0.94 x the rate that was being paced (multiplicative decrease), or 0.85 x when it
+// comes within 1.5 s of sending after the last such decrease; every second of accepted
+// sending then adds 0.3% of that rate (additive increase), so a limit with a burst of a
+// quarter second is probed about once per 20 s; past the rate that decrease cut from,
+// after 6 s without a refusal, the step doubles every 0.5 s up to 24 x (the probe); a
+// learned limit is forgotten after 60 s without a refusal. Before the first decrease the
+// rate doubles every second from its first estimate plus a step every sender shares
+// (slow start), and leaving it cuts to 0.55 x.
 // Tuned on the simulation (tests/bench/pacing_sim.cc). @ref LLP 0016#controller
 struct PacingPolicy {
   // false: the pacer never waits and learns nothing (--pacing off).
@@ -49,9 +49,15 @@ struct PacingPolicy {
   // probe alike. @ref LLP 0016#probe
   std::chrono::milliseconds probe_after = std::chrono::seconds{6};
   std::chrono::milliseconds probe_doubling = std::chrono::milliseconds{500};
-  // >= 1; 1: no probe (the default: with 24, the fleet of figure 11 at 16 daemons is
-  // refused a third more often; LLP 0016#probe says what it gains and costs).
-  double probe_max_factor = 1;
+  // >= 1; 1: no probe. On with the repeated cut below, which keeps a fleet whose limit
+  // holds refused no more often than without either (LLP 0016#repeat).
+  double probe_max_factor = 24;
+  // A refusal that comes after less than repeat_within of sending since the last
+  // decrease (one that was not slow start's exit) cuts by repeat_decrease instead: the
+  // last cut did not get this sender under the limit, so the fleet is more crowded than
+  // its rate said. Off when repeat_within is zero. @ref LLP 0016#repeat
+  double repeat_decrease = 0.85;
+  std::chrono::milliseconds repeat_within{1500};
   // Slow start doubles the rate every this much accepted sending; > 0.
   std::chrono::milliseconds slow_start_doubling = std::chrono::seconds{1};
   // ... and adds this many requests/s (in the byte dimension: times the mean wire size
