@@ -173,6 +173,33 @@ double CutAfter(EndpointPacer& p, fwdsink::FakeClock& clock, double secs) {
 
 }  // namespace
 
+// A fleet member whose slow start ended on others' bursts, far below its share, then
+// alone (the others finished): nothing refuses it. @ref LLP 0016#probe
+TEST_CASE("AStarvedSenderPastItsExitProbesOnceItClimbedAMarginAboveIt") {
+  auto starved = [](const PacingPolicy& policy) {
+    fwdsink::FakeClock clock;
+    EndpointPacer p(policy);
+    AcceptMany(p, clock, 3);
+    p.OnRefused(clock.MonotonicNow(), 1s, std::nullopt);
+    clock.Advance(1s);
+    AcceptMany(p, clock, 2);
+    p.OnRefused(clock.MonotonicNow(), 1s, std::nullopt);  // the exit, at ~3 requests/s
+    clock.Advance(1s);
+    const double exit = Rate(p, clock);
+    CHECK(exit < 4.0);
+    return SendFor(p, clock, 30.0) - exit;
+  };
+  // 1.2 x the exit's rate is ~0.6 requests/s above it: 12 s at the additive step, then
+  // the probe.
+  const double rise = starved(kProbing);
+  MESSAGE("rise over 30 s: " << rise << " requests/s");
+  CHECK(rise > 5 * kStep * 30);
+  SUBCASE("twin: with probe_past_exit 0 it climbs at the additive step") {
+    const double additive = starved(PacingPolicy{.probe_past_exit = 0});
+    CHECK(additive == doctest::Approx(kStep * 30).epsilon(0.05));
+  }
+}
+
 // @ref LLP 0016#repeat
 TEST_CASE("ARefusalSoonAfterADecreaseCutsDeeper") {
   fwdsink::FakeClock clock;

@@ -189,12 +189,14 @@ TEST_CASE("AStarvedSenderClimbsByTheSameAbsoluteStepAsALargeOne") {
     return std::pair{after.requests_per_s - before.requests_per_s,
                      after.bytes_per_s - before.bytes_per_s};
   };
-  const auto [requests, bytes] = starve(PureDoubling());
+  // No probe past the exit (pacer_probe_test has it): the step itself is checked here.
+  const auto [requests, bytes] = starve(PureDoubling({.probe_past_exit = 0}));
   CHECK(requests >= 0.8);   // 20 s x 0.05 requests/s per second, less rounding
   CHECK(requests <= 1.05);  // the last request may end up to a second past 20 s
   CHECK(bytes >= 0.8 * kChunk);
   SUBCASE("twin: without the absolute step it creeps by a fraction of its own rate") {
-    const auto [r0, b0] = starve(PureDoubling({.increase_requests_per_s = 0}));
+    const auto [r0, b0] =
+        starve(PureDoubling({.increase_requests_per_s = 0, .probe_past_exit = 0}));
     CHECK(r0 < 0.1 * requests);
     CHECK(b0 < 0.1 * bytes);
   }
@@ -400,7 +402,7 @@ TEST_CASE("ASlowPaceRisesPerSecondNotPerRequest") {
   // share climbs per second at least half as fast as a large one. @ref LLP 0016#herd
   auto climb = [](milliseconds idle) {
     fwdsink::FakeClock clock;
-    EndpointPacer p(PureDoubling());
+    EndpointPacer p(PureDoubling({.probe_past_exit = 0}));  // the step, not the probe
     AcceptMany(p, clock, 2);
     p.OnRefused(clock.MonotonicNow(), 30s, std::nullopt);  // learned at the floor
     clock.Advance(30s);

@@ -154,14 +154,16 @@ void EndpointPacer::Learn(Lane& lane, MonotonicTime now, milliseconds wait, doub
     }
     // Refused again soon after a decrease that was not slow start's exit: that cut did
     // not get this sender under the limit, so cut deeper. @ref LLP 0016#repeat
-    const bool repeat = !lane.slow_start && lane.refused_rate > 0 &&
+    const bool repeat = !lane.slow_start && lane.refused_rate > 0 && !lane.reference_from_exit &&
                         lane.sending_since_cut < Secs(policy_.repeat_within);
-    // The probe's reference: the rate refused, when it was refused after slow start
-    // (slow start's own overshoot is no limit to return to). @ref LLP 0016#probe
-    lane.refused_rate = lane.slow_start ? 0.0 : base;
-    base *= lane.slow_start ? policy_.slow_start_decrease
-            : repeat        ? policy_.repeat_decrease
-                            : policy_.decrease;
+    // The probe's reference: the rate refused, when it was refused after slow start;
+    // slow start's own overshoot is no limit to return to, so after the exit it is a
+    // margin above the rate the exit cut to. @ref LLP 0016#probe
+    const double exit_rate = base * policy_.slow_start_decrease;
+    lane.refused_rate = lane.slow_start ? policy_.probe_past_exit * exit_rate : base;
+    lane.reference_from_exit = lane.slow_start;
+    base =
+        lane.slow_start ? exit_rate : base * (repeat ? policy_.repeat_decrease : policy_.decrease);
     lane.learned = base;
     lane.slow_start = false;
   }

@@ -456,6 +456,8 @@ int main(int argc, char** argv) {
       c.pacing_policy.probe_doubling = milliseconds{std::atol(v.c_str())};
     else if (k == "--probe-max")
       c.pacing_policy.probe_max_factor = std::atof(v.c_str());
+    else if (k == "--probe-past-exit")
+      c.pacing_policy.probe_past_exit = std::atof(v.c_str());
     else if (k == "--repeat-decrease")
       c.pacing_policy.repeat_decrease = std::atof(v.c_str());
     else if (k == "--repeat-within-ms")

@@ -52,6 +52,13 @@ struct PacingPolicy {
   // >= 1; 1: no probe. On with the repeated cut below, which keeps a fleet whose limit
   // holds refused no more often than without either (LLP 0016#repeat).
   double probe_max_factor = 24;
+  // After slow start's exit (no refusal since), the probe's reference is this many
+  // times the rate the exit cut to: a sender whose exit left it far below its share (the
+  // limiter was full of others' bursts) and that climbs that far with nothing refused
+  // probes, instead of crawling at the additive step until forget_after; a lone sender,
+  // whose exit lands just under the limit, is refused before it gets there. 0: no probe
+  // before the first decrease after the exit. @ref LLP 0016#probe
+  double probe_past_exit = 1.2;
   // A refusal that comes after less than repeat_within of sending since the last
   // decrease (one that was not slow start's exit) cuts by repeat_decrease instead: the
   // last cut did not get this sender under the limit, so the fleet is more crowded than
@@ -142,15 +149,16 @@ class EndpointPacer {
     MonotonicTime advertised_at{};     // last response that carried it
     double rate_at_decrease = 0;
     bool slow_start = false;
-    MonotonicTime increase_from{};    // additive increase accrues from here
-    MonotonicTime tat{};              // GCRA theoretical arrival time
-    double accepted_since_start = 0;  // units accepted before the first refusal
-    MonotonicTime measure_from{};     // the end of the last decrease's wait
-    double accepted_units = 0;        // accepted since measure_from
-    double accepted_total = 0;        // accepted ever (the mean request size)
-    double refused_rate = 0;          // the rate the last decrease cut from; 0: none
-    double sending_since_cut = 0;     // seconds of sending counted since that decrease
-    double probe_from = -1;           // sending_since_cut when the probe began; < 0: not
+    MonotonicTime increase_from{};     // additive increase accrues from here
+    MonotonicTime tat{};               // GCRA theoretical arrival time
+    double accepted_since_start = 0;   // units accepted before the first refusal
+    MonotonicTime measure_from{};      // the end of the last decrease's wait
+    double accepted_units = 0;         // accepted since measure_from
+    double accepted_total = 0;         // accepted ever (the mean request size)
+    double refused_rate = 0;           // the probe's reference (#probe); 0: none
+    double sending_since_cut = 0;      // seconds of sending counted since that decrease
+    bool reference_from_exit = false;  // refused_rate was set by slow start's exit
+    double probe_from = -1;            // sending_since_cut when the probe began; < 0: not
     [[nodiscard]] std::optional<double> Rate() const;
     [[nodiscard]] double Tolerance() const;  // burst, in units
   };
