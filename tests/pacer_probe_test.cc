@@ -42,13 +42,14 @@ double Rate(const EndpointPacer& p, const fwdsink::FakeClock& clock) {
   return p.Current(clock.MonotonicNow()).requests_per_s;
 }
 
-// A sender through its first refusal, slow start and its exit. Ends at the end of the
-// exit's 1 s wait.
-void ThroughSlowStart(EndpointPacer& p, fwdsink::FakeClock& clock) {
-  AcceptMany(p, clock, 10);
-  p.OnRefused(clock.MonotonicNow(), 1s, std::nullopt);  // first estimate 10 / 1.1 s
+// A sender through its first refusal (after `before` requests), slow start (`during`
+// more) and its exit. Ends at the end of the exit's 1 s wait.
+void ThroughSlowStart(EndpointPacer& p, fwdsink::FakeClock& clock, int before = 10,
+                      int during = 20) {
+  AcceptMany(p, clock, before);
+  p.OnRefused(clock.MonotonicNow(), 1s, std::nullopt);  // first estimate before / 1.1 s
   clock.Advance(1s);
-  AcceptMany(p, clock, 20);
+  AcceptMany(p, clock, during);
   p.OnRefused(clock.MonotonicNow(), 1s, std::nullopt);  // leaves slow start: 0.55 x
   clock.Advance(1s);
 }
@@ -116,9 +117,10 @@ TEST_CASE("PastTheRefusedRateWithNothingRefusedTheRiseIsFasterThanTheAdditiveSte
     const double end = SendFor(q, c2, 30.0);
     CHECK(end - cut2 == doctest::Approx(kStep * Secs(c2.MonotonicNow() - s0)).epsilon(1e-3));
   }
-  SUBCASE("twin: past slow start's exit alone (no refused rate yet) it stays additive") {
-    // The starved and slow-pace cases of pacer_test rely on this: slow start's own
-    // overshoot is no limit to probe past.
+  SUBCASE("twin: past slow start's exit, below 1.2 x the rate it cut to, it stays additive") {
+    // Slow start's own overshoot is no limit to probe past, and 20 s at the additive
+    // step takes this sender ~10 % above its exit: a lone sender whose exit lands just
+    // under its limit is refused before it could probe.
     fwdsink::FakeClock c3;
     EndpointPacer q(kProbing);
     ThroughSlowStart(q, c3);
@@ -179,12 +181,7 @@ TEST_CASE("AStarvedSenderPastItsExitProbesOnceItClimbedAMarginAboveIt") {
   auto starved = [](const PacingPolicy& policy) {
     fwdsink::FakeClock clock;
     EndpointPacer p(policy);
-    AcceptMany(p, clock, 3);
-    p.OnRefused(clock.MonotonicNow(), 1s, std::nullopt);
-    clock.Advance(1s);
-    AcceptMany(p, clock, 2);
-    p.OnRefused(clock.MonotonicNow(), 1s, std::nullopt);  // the exit, at ~3 requests/s
-    clock.Advance(1s);
+    ThroughSlowStart(p, clock, 3, 2);  // the exit, at ~3 requests/s
     const double exit = Rate(p, clock);
     CHECK(exit < 4.0);
     return SendFor(p, clock, 30.0) - exit;

@@ -146,25 +146,25 @@ void EndpointPacer::Learn(Lane& lane, MonotonicTime now, milliseconds wait, doub
     lane.slow_start = true;
   } else {
     double base = *lane.learned;
+    const bool leaving = lane.slow_start;  // this refusal ends slow start
     // Driven by what was accepted since the last decrease: when the sender was slower
     // than the pace (the pacer did not bind), decrease from what it really sent.
-    if (!lane.slow_start && span >= kMinMeasureSecs) {
+    if (!leaving && span >= kMinMeasureSecs) {
       const double accepted_rate = lane.accepted_units / span;
       if (accepted_rate < kNotBindingRatio * base) base = accepted_rate;
     }
     // Refused again soon after a decrease that was not slow start's exit: that cut did
     // not get this sender under the limit, so cut deeper. @ref LLP 0016#repeat
-    const bool repeat = !lane.slow_start && lane.refused_rate > 0 && !lane.reference_from_exit &&
-                        lane.sending_since_cut < Secs(policy_.repeat_within);
+    const bool repeat =
+        !leaving && lane.cut_after_exit && lane.sending_since_cut < Secs(policy_.repeat_within);
     // The probe's reference: the rate refused, when it was refused after slow start;
     // slow start's own overshoot is no limit to return to, so after the exit it is a
     // margin above the rate the exit cut to. @ref LLP 0016#probe
     const double exit_rate = base * policy_.slow_start_decrease;
-    lane.refused_rate = lane.slow_start ? policy_.probe_past_exit * exit_rate : base;
-    lane.reference_from_exit = lane.slow_start;
-    base =
-        lane.slow_start ? exit_rate : base * (repeat ? policy_.repeat_decrease : policy_.decrease);
-    lane.learned = base;
+    lane.refused_rate = leaving ? policy_.probe_past_exit * exit_rate : base;
+    lane.cut_after_exit = !leaving;
+    lane.learned =
+        leaving ? exit_rate : base * (repeat ? policy_.repeat_decrease : policy_.decrease);
     lane.slow_start = false;
   }
   lane.sending_since_cut = 0;

@@ -23,7 +23,8 @@ namespace fwdsink {
 // after 6 s without a refusal, the step doubles every 0.5 s up to 24 x (the probe); a
 // learned limit is forgotten after 60 s without a refusal. Before the first decrease the
 // rate doubles every second from its first estimate plus a step every sender shares
-// (slow start), and leaving it cuts to 0.55 x.
+// (slow start), and leaving it cuts to 0.55 x; 1.2 x the rate it cut to is the probe's
+// reference until the next decrease.
 // Tuned on the simulation (tests/bench/pacing_sim.cc). @ref LLP 0016#controller
 struct PacingPolicy {
   // false: the pacer never waits and learns nothing (--pacing off).
@@ -149,16 +150,16 @@ class EndpointPacer {
     MonotonicTime advertised_at{};     // last response that carried it
     double rate_at_decrease = 0;
     bool slow_start = false;
-    MonotonicTime increase_from{};     // additive increase accrues from here
-    MonotonicTime tat{};               // GCRA theoretical arrival time
-    double accepted_since_start = 0;   // units accepted before the first refusal
-    MonotonicTime measure_from{};      // the end of the last decrease's wait
-    double accepted_units = 0;         // accepted since measure_from
-    double accepted_total = 0;         // accepted ever (the mean request size)
-    double refused_rate = 0;           // the probe's reference (#probe); 0: none
-    double sending_since_cut = 0;      // seconds of sending counted since that decrease
-    bool reference_from_exit = false;  // refused_rate was set by slow start's exit
-    double probe_from = -1;            // sending_since_cut when the probe began; < 0: not
+    MonotonicTime increase_from{};    // additive increase accrues from here
+    MonotonicTime tat{};              // GCRA theoretical arrival time
+    double accepted_since_start = 0;  // units accepted before the first refusal
+    MonotonicTime measure_from{};     // the end of the last decrease's wait
+    double accepted_units = 0;        // accepted since measure_from
+    double accepted_total = 0;        // accepted ever (the mean request size)
+    double refused_rate = 0;          // the probe's reference (#probe); 0: none
+    double sending_since_cut = 0;     // seconds of sending counted since that decrease
+    bool cut_after_exit = false;      // the last decrease was not slow start's exit
+    double probe_from = -1;           // sending_since_cut when the probe began; < 0: not
     [[nodiscard]] std::optional<double> Rate() const;
     [[nodiscard]] double Tolerance() const;  // burst, in units
   };
