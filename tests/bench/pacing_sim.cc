@@ -12,7 +12,9 @@
 // ideal_s (what the bucket allows for the backlog), every_row_once (each chunk accepted
 // exactly once); for a fleet (figure 11) fleet_goodput and jain over the window all send,
 // and for one that changes (--backlogs 1,1.5,2,3, --join-s 20: figures 11c-11e)
-// drain_goodput, first_finish_s, last_finish_s, finish_ratio and join_share. On stderr when set:
+// drain_goodput, first_finish_s, last_finish_s, finish_ratio, join_share and finish_floor
+// (the least last/first any sharing after the first finish could give: the whole backlog
+// at the limit's rate, over the first finish; LLP 0016#frontier). On stderr when set:
 // PACING_SIM_SERIES (accepted per 10 s), PACING_SIM_STATES (every 10 s from recovery, the senders
 // still holding a backlog by what they wait for), PACING_SIM_TRACE (every refusal),
 // PACING_SIM_RATES=i, _SHARES. The controller's knobs (--decrease, --increase, --probe-max,
@@ -161,7 +163,7 @@ class Sim {
         "peak_ratio=%.2f drain_s=%.1f ideal_s=%.1f drain_ratio=%.3f goodput=%.3f "
         "every_row_once=%s drained=%s fleet_window_s=%.1f fleet_goodput=%.3f jain=%.3f "
         "drain_goodput=%.3f first_finish_s=%.1f last_finish_s=%.1f finish_ratio=%.3f "
-        "join_share=%.3f\n",
+        "join_share=%.3f finish_floor=%.3f\n",
         c_.senders, c_.chunks, c_.bytes ? "bytes" : "requests", c_.rate, c_.burst,
         c_.retry_after.c_str(), c_.jitter, c_.pacing ? "on" : "off",
         static_cast<unsigned long long>(requests_), static_cast<unsigned long long>(refused_),
@@ -170,7 +172,8 @@ class Sim {
         accepted_units_ / std::max(1e-9, last_accept_ - first_accept_after_) / c_.rate,
         once ? "yes" : "NO", drained ? "yes" : "no", window, fleet_goodput, jain,
         changes.drain_goodput, changes.first_finish, changes.last_finish,
-        changes.last_finish / std::max(1e-9, changes.first_finish), changes.join_share);
+        changes.last_finish / std::max(1e-9, changes.first_finish), changes.join_share,
+        ideal / std::max(1e-9, changes.first_finish));
   }
 
  private:

@@ -6,7 +6,8 @@
 # 11's bucket (aggregate goodput and Jain's index over the window every one was sending),
 # and a fleet that changes on figure 9's bucket (LLP 0016#fleet): 11c, backlogs of 1x,
 # 1.5x, 2x, 3x (~31 s and ~63 s in all: goodput over the whole drain, Jain while all
-# four send), 11e, four equal backlogs (the same, and the last over the first finish),
+# four send), 11e, four equal backlogs (the same, and the last over the first finish,
+# with its floor: the whole backlog at the rate over the first finish, LLP 0016#frontier),
 # 11d, a daemon joining three after 20 s (its share 25-30 s later over a fair share).
 # PACING_SWEEP_SEEDS=20 for more seeds (default 5; min and max are printed too).
 #
@@ -49,7 +50,7 @@ for f in f9 f9l f3 ng ngl fl4 fl16 fl16l fc11 fc11l fe11 fe11l fd11; do
     END {
       if (f ~ /^fl/) printf "%-6s fleet_goodput=%.3f jain=%.3f (min %.3f) window_s=%.1f refused=%.1f\n", f, v["fleet_goodput"]/n, v["jain"]/n, lo["jain"], v["fleet_window_s"]/n, v["refused"]/n
       else if (f ~ /^fc/) printf "%-6s drain_goodput=%.3f (min %.3f) jain=%.3f (min %.3f) refused=%.1f\n", f, v["drain_goodput"]/n, lo["drain_goodput"], v["jain"]/n, lo["jain"], v["refused"]/n
-      else if (f ~ /^fe/) printf "%-6s drain_goodput=%.3f (min %.3f) finish_ratio=%.3f (max %.3f) refused=%.1f\n", f, v["drain_goodput"]/n, lo["drain_goodput"], v["finish_ratio"]/n, hi["finish_ratio"], v["refused"]/n
+      else if (f ~ /^fe/) printf "%-6s drain_goodput=%.3f (min %.3f) finish_ratio=%.3f (max %.3f) floor=%.3f refused=%.1f\n", f, v["drain_goodput"]/n, lo["drain_goodput"], v["finish_ratio"]/n, hi["finish_ratio"], v["finish_floor"]/n, v["refused"]/n
       else if (f ~ /^fd/) printf "%-6s join_share=%.3f (min %.3f) refused=%.1f\n", f, v["join_share"]/n, lo["join_share"], v["refused"]/n
       else printf "%-6s refused=%.1f goodput=%.3f drain_ratio=%.3f\n", f, v["refused"]/n, v["goodput"]/n, v["drain_ratio"]/n
     }'

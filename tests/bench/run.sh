@@ -50,7 +50,7 @@ readonly START_TIMEOUT_S=10               # receiver start-up
 readonly SYSLOG_TIMEOUT_S=300             # syslog-ng drain, bounded
 readonly SYSLOG_STALL_S=30                # ... and given up when no row arrives this long
 
-smoke=0 only="" runs="" keep=0 learned_only=0
+smoke=0 only="" runs="" keep=0 learned_only=0 fc_headers=0
 daemon="" central="" gen="" closeb="" sim="" proxy="" plugin=""
 work=/tmp/fwdsink-bench receiver_dir=""
 while (($#)); do
@@ -1143,13 +1143,15 @@ fi
 # later (0: together); from the receiver's log: fc_aggregate (accepted less the burst,
 # over rate x first request to last acceptance), fc_jain (over the window in which every
 # daemon was sending: to the first one's last acceptance), fc_first fc_last (the first
-# and last daemon's last acceptance, s from the first request), fc_join (the last
+# and last daemon's last acceptance, s from the first request), fc_floor (the least
+# last / first any sharing after the first finish could give), fc_join (the last
 # daemon's share of the requests accepted from 25 to 30 s after its first request, over
 # 1 / N), fc_refused fc_requests.
 fleet_change_run() {
   local tag=$1 join=$2; shift 2
-  local d=$work/$tag n=$# i=0 size pids=() want=0
-  start_central "$d/central" --rate "$P9_RATE" --burst "$P9_BURST"
+  local d=$work/$tag n=$# i=0 size pids=() want=0 extra=()
+  ((fc_headers)) && extra=(--ratelimit-headers)
+  start_central "$d/central" --rate "$P9_RATE" --burst "$P9_BURST" "${extra[@]}"
   for size in "$@"; do
     i=$((i + 1))
     make_file "$tag-$i" "$size" $((200 + i))
@@ -1167,7 +1169,7 @@ fleet_change_run() {
   ((rc == 0)) || die "$tag: a daemon exited $rc"
   check_rows "$want"; check_once "$d/central"
   stop_central
-  read -r fc_aggregate fc_jain fc_first fc_last fc_join fc_refused fc_requests < <(jq -rs \
+  read -r fc_aggregate fc_jain fc_first fc_last fc_join fc_refused fc_requests fc_accepted < <(jq -rs \
       --argjson rate "$P9_RATE" --argjson burst "$P9_BURST" --argjson n "$n" --arg last "d$(printf %02d "$n")" '
     (first.t_ms) as $t0
     | map(. + {d: (.key | split("-")[0])})
@@ -1182,11 +1184,25 @@ fleet_change_run() {
         (($sum * $sum) / (($per | length) * ($per | map(. * .) | add))),
         (($stop - $t0) / 1000), ((($ends | max) - $t0) / 1000),
         (if ($win | length) > 0 then ($win | map(select(.d == $last)) | length) / ($win | length) * $n else 0 end),
-        (map(select(.status == 429)) | length), length ]
+        (map(select(.status == 429)) | length), length, ($ok | map(.body_bytes) | add) ]
     | @tsv' "$d/central/requests.ndjson")
   for ((i = 1; i <= n; i++)); do rm -f "$work/data/$tag-$i.ndjson"; done
-  log "$tag: aggregate $fc_aggregate, Jain $fc_jain, finish $fc_first..$fc_last s, join share $fc_join, $fc_refused/$fc_requests refused"
+  # The least last / first finish any sharing after the first finish could give: every
+  # daemon's backlog at the bucket's rate, over the first finish. @ref LLP 0016#frontier
+  fc_floor=$(calc "($fc_accepted - $P9_BURST) / $P9_RATE / $fc_first" 3)
+  log "$tag: aggregate $fc_aggregate, Jain $fc_jain, finish $fc_first..$fc_last s (floor ${fc_floor}x), join share $fc_join, $fc_refused/$fc_requests refused"
   rm -rf "$d"
+}
+# fleet_change_adv TAG BYTES... : unless --learned-only, the same fleet against a bucket
+# that advertises itself (--ratelimit-headers), as a row of its own: what the server's
+# quota headers give a fleet (each daemon is told the whole bucket). @ref LLP 0016#frontier
+fleet_change_adv() {
+  local tag=$1; shift
+  ((learned_only)) && return 0
+  fc_headers=1 fleet_change_run "$tag-adv" 0 "$@"
+  row "${tag#f}, the same fleet, advertised (--ratelimit-headers): aggregate; Jain while all send; last / first finish" \
+      "$(calc "$fc_aggregate" 3) ($(calc "$fc_last" 1) s); $(calc "$fc_jain" 3); $(calc "$fc_last / $fc_first" 3)x; $fc_refused/$fc_requests refused" \
+      "-" "-" "-" "-"
 }
 # fleet_sim ARGS... -> the simulator's line for the same fleet (seed 1).
 fleet_sim() {
@@ -1198,6 +1214,7 @@ if { want 11c || want 11e || want 11d; } && { ((smoke == 0)) || [[ -n $only ]]; 
   log "load before figure 11c-e: $(uptime)"
   u=$FLC_UNIT
   if want 11c; then
+    fleet_change_adv f11c "$u" $((u * 3 / 2)) $((u * 2)) $((u * 3))
     fleet_change_run f11c 0 "$u" $((u * 3 / 2)) $((u * 2)) $((u * 3))
     s=$(fleet_sim --senders 4 --chunks $((u / P9_CHUNK)) --backlogs 1,1.5,2,3)
     row "11c. 4 daemons, backlogs $(human "$u") x 1, 1.5, 2, 3, one 8 MB/s bucket (burst 2 MB), learned: aggregate over the drain; Jain while all four send" \
@@ -1206,12 +1223,13 @@ if { want 11c || want 11e || want 11d; } && { ((smoke == 0)) || [[ -n $only ]]; 
         "$( [[ $(met "$fc_aggregate" '>=' 0.85) == yes && $(met "$fc_jain" '>=' 0.9) == yes ]] && echo yes || echo NO)"
   fi
   if want 11e; then
+    fleet_change_adv f11e $((u * 15 / 8)) $((u * 15 / 8)) $((u * 15 / 8)) $((u * 15 / 8))
     fleet_change_run f11e 0 $((u * 15 / 8)) $((u * 15 / 8)) $((u * 15 / 8)) $((u * 15 / 8))
     ratio=$(calc "$fc_last / $fc_first" 3)
     s=$(fleet_sim --senders 4 --chunks $((u * 15 / 8 / P9_CHUNK)))
-    row "11e. 4 daemons, equal backlogs of $(human $((u * 15 / 8))), same bucket, learned: aggregate over the drain; last / first finish" \
-        "$(calc "$fc_aggregate" 3) ($(calc "$fc_last" 1) s); ${ratio}x ($(calc "$fc_first" 1) / $(calc "$fc_last" 1) s); $fc_refused/$fc_requests refused" \
-        "simulated: $(simget drain_goodput "$s"); $(simget finish_ratio "$s")x" "-" "≥ 0.85; ≤ 1.2x" \
+    row "11e. 4 daemons, equal backlogs of $(human $((u * 15 / 8))), same bucket, learned: aggregate over the drain; last / first finish (floor: the whole backlog at the rate over the first finish)" \
+        "$(calc "$fc_aggregate" 3) ($(calc "$fc_last" 1) s); ${ratio}x ($(calc "$fc_first" 1) / $(calc "$fc_last" 1) s; floor $(calc "$fc_floor" 3)x); $fc_refused/$fc_requests refused" \
+        "simulated: $(simget drain_goodput "$s"); $(simget finish_ratio "$s")x (floor $(simget finish_floor "$s")x)" "-" "≥ 0.85; ≤ 1.2x" \
         "$( [[ $(met "$fc_aggregate" '>=' 0.85) == yes && $(met "$ratio" '<=' 1.2) == yes ]] && echo yes || echo NO)"
   fi
   if want 11d; then
