@@ -35,6 +35,9 @@ constexpr double kMinMeasureSecs = 2.0;
 constexpr double kNotBindingRatio = 0.8;
 // Requests accepted before a first refusal for it to say anything about a rate.
 constexpr double kMinAcceptedToLearn = 2;
+// Others' rate on a shared quota is smoothed over about this long.
+// @ref LLP 0016#shared-quota
+constexpr double kOthersSmoothingSecs = 1.0;
 
 }  // namespace
 
@@ -108,6 +111,62 @@ void EndpointPacer::OnAccepted(MonotonicTime now, std::uint64_t wire_bytes,
     Increase(*lanes[i], now);
   }
   if (quota) Advertise(*quota, now);
+  if (quota && quota->bucket && quota->remaining && quota->rate_per_s) {
+    const bool bytes = quota->unit == QuotaUnit::kContentBytes;
+    (bytes ? bytes_ : requests_).own_since_seen += costs[bytes ? 1 : 0];
+    Share(bytes ? bytes_ : requests_, static_cast<double>(*quota->remaining), now);
+  }
+}
+
+// A count of what is left of an advertised quota: others' rate, and while they take a
+// share, a short count as a refusal without its wait.
+// @ref LLP 0016#shared-quota
+void EndpointPacer::Share(Lane& lane, double left, MonotonicTime now) {
+  if (!(policy_.share_others > 0) || !lane.advertised) return;
+  const double rate = *lane.advertised;
+  const double dt = Secs(now - lane.seen_at);
+  if (lane.seen_left >= 0 && dt > 0) {
+    // What went, less what we took: the count before, plus the refill, less the count
+    // now. The refill stops at the burst, and when is unknown: count the least it can
+    // have brought (at least that much was others'), so that nobody reads as nobody.
+    const double refill = std::min(rate * dt, lane.advertised_burst - lane.seen_left);
+    // Not clipped at zero: counts are whole units, and their rounding cancels out over
+    // successive counts only if no sample is cut.
+    const double theirs = lane.seen_left + std::max(0.0, refill) - left - lane.own_since_seen;
+    lane.others += (theirs / dt - lane.others) * std::min(1.0, dt / kOthersSmoothingSecs);
+  }
+  lane.seen_at = now;
+  lane.seen_left = left;
+  lane.own_since_seen = 0;
+  const double unit = UnitOf(lane);
+  if (Shared(lane) && left < policy_.share_short * unit && now >= episode_until_ &&
+      accepted_since_decrease_) {
+    accepted_since_decrease_ = false;
+    episode_until_ = now + policy_.share_gap;
+    last_refusal_ = now;
+    Learn(bytes_, now, milliseconds::zero(), ByteFloor());
+    Learn(requests_, now, milliseconds::zero(), policy_.min_requests_per_s);
+    last_cut_shared_ = true;
+  }
+}
+
+bool EndpointPacer::Shared(const Lane& lane) const {
+  return policy_.share_others > 0 && lane.advertised &&
+         lane.others > policy_.share_others * *lane.advertised;
+}
+
+// The additive step while a quota is shared, in `lane`'s units per second: a fraction of
+// the advertised rate, the same for every client of it. 0: not shared.
+double EndpointPacer::SharedStep(const Lane& lane) const {
+  for (const Lane* q : {&requests_, &bytes_}) {
+    // Shared now, or what was learned came from a short count (until a refusal or
+    // forget_after): a daemon left alone reclaims the quota at the same step.
+    if (!Shared(*q) && !(last_cut_shared_ && q->advertised && q->seen_left >= 0)) continue;
+    const double step = policy_.share_increase * *q->advertised;
+    if (q == &lane) return step;
+    return q == &bytes_ ? step / UnitOf(bytes_) : step * UnitOf(bytes_);
+  }
+  return 0;
 }
 
 void EndpointPacer::OnRefused(MonotonicTime now, milliseconds wait,
@@ -127,6 +186,7 @@ void EndpointPacer::OnRefused(MonotonicTime now, milliseconds wait,
   accepted_since_decrease_ = false;
   episode_until_ = now + wait;
   last_refusal_ = now;
+  last_cut_shared_ = false;
   // Bytes first: the request lane's count decides whether there is anything to learn.
   Learn(bytes_, now, wait, ByteFloor());
   Learn(requests_, now, wait, policy_.min_requests_per_s);
@@ -221,8 +281,8 @@ void EndpointPacer::Increase(Lane& lane, MonotonicTime now) const {
     lane.learned = *lane.learned * growth + shared * (growth - 1);
   } else {
     const double unit = UnitOf(lane);
-    const double step = std::max(policy_.increase_per_s * lane.rate_at_decrease,
-                                 policy_.increase_requests_per_s * unit);
+    const double step = std::max({policy_.increase_per_s * lane.rate_at_decrease,
+                                  policy_.increase_requests_per_s * unit, SharedStep(lane)});
     // A silence counts as at most a second, but the pace's own interval between two
     // requests is sending, not silence: a sender paced at a small share (one request
     // every 5 s) must not rise five times slower per second than a large one.
@@ -273,9 +333,25 @@ void EndpointPacer::Advertise(const AdvertisedQuota& q, MonotonicTime now) {
   lane.advertised_at = now;
   if (q.remaining) {
     // The server's count now: the schedule allows exactly `remaining` more at once.
-    const double left = std::min(static_cast<double>(*q.remaining), lane.advertised_burst);
+    double left = std::min(static_cast<double>(*q.remaining), lane.advertised_burst);
+    if (q.bucket && policy_.share_others > 0) {
+      // Leave room for one request of somebody else: paced to the count exactly, a lone
+      // sender keeps the bucket empty, and a newcomer's requests, refused, take nothing
+      // it could ever see. @ref LLP 0016#shared-quota
+      left -= std::min(policy_.share_room * UnitOf(lane), lane.advertised_burst / 2);
+      left = std::max(0.0, left);
+    }
     lane.tat = now + FromSecs((lane.advertised_burst - left) / *lane.advertised);
   }
+}
+
+// Drops what a lane learned: no limit of its own until the next refusal.
+void EndpointPacer::Unlearn(Lane& lane) {
+  lane.learned.reset();
+  lane.slow_start = false;
+  lane.accepted_since_start = 0;
+  lane.refused_rate = 0;
+  lane.probe_from = -1;
 }
 
 void EndpointPacer::Forget(MonotonicTime now) {
@@ -285,11 +361,7 @@ void EndpointPacer::Forget(MonotonicTime now) {
     }
     if (lane->learned && now - last_refusal_ > policy_.forget_after) {
       // @ref LLP 0016#controller — quiet for long enough: no limit, until refused again.
-      lane->learned.reset();
-      lane->slow_start = false;
-      lane->accepted_since_start = 0;
-      lane->refused_rate = 0;
-      lane->probe_from = -1;
+      Unlearn(*lane);
     }
   }
   if (!requests_.learned && !bytes_.learned && first_ && now - *first_ > policy_.forget_after) {

@@ -136,8 +136,10 @@ std::optional<AdvertisedQuota> FromPolicies(const std::vector<QuotaPolicy>& poli
     }
   }
   if (!best) return std::nullopt;
-  AdvertisedQuota q{
-      .unit = best->unit, .rate_per_s = best_rate, .burst = best->burst.value_or(best->quota)};
+  AdvertisedQuota q{.unit = best->unit,
+                    .rate_per_s = best_rate,
+                    .burst = best->burst.value_or(best->quota),
+                    .bucket = best->burst.has_value()};
   for (const QuotaState& s : states) {
     if (s.name == best->name || states.size() == 1) {
       q.remaining = s.remaining;

@@ -18,7 +18,9 @@
 // PACING_SIM_SERIES (accepted per 10 s), PACING_SIM_STATES (every 10 s from recovery, the senders
 // still holding a backlog by what they wait for), PACING_SIM_TRACE (every refusal),
 // PACING_SIM_RATES=i, _SHARES. The controller's knobs (--decrease, --increase, --probe-max,
-// --repeat-decrease, --repeat-within-ms, ...) override PacingPolicy's defaults, for sweeps.
+// --repeat-decrease, --repeat-within-ms, --share-others, ...) override PacingPolicy's
+// defaults, for sweeps. --advertise yes: every response carries the bucket's quota and
+// what is left of it, as fwdsink-central --ratelimit-headers (LLP 0016#shared-quota).
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -61,6 +63,7 @@ struct Config {
   double jitter = 0.5;
   bool pacing = true;
   bool shared = false;       // one gate and pacer for all senders (one process)
+  bool advertise = false;    // every response says the bucket (RateLimit: rate, burst, left)
   double latency_s = 0.005;  // per request, plus bytes at line_rate
   double line_rate = 200e6;
   double horizon_s = 3600;
@@ -326,7 +329,7 @@ class Sim {
       if (first_accept_after_ == 0 && at >= c_.outage_s) first_accept_after_ = at;
       accepted_units_ += cost;
       last_accept_ = Secs(done - t0_);
-      s.pacer->OnAccepted(done, static_cast<std::uint64_t>(c_.chunk_bytes), std::nullopt);
+      s.pacer->OnAccepted(done, static_cast<std::uint64_t>(c_.chunk_bytes), Quota());
       s.overload.Record(false, true);
       ++s.next_chunk;
       s.chunk_started = false;
@@ -351,7 +354,7 @@ class Sim {
         policy_, s.attempt, retry_after,
         std::chrono::duration_cast<milliseconds>(done - s.chunk_first), random_);
     if (d.source == fwdsink::WaitSource::kRetryAfter) s.gate->HoldUntil(done + d.wait, "sim");
-    s.pacer->OnRefused(done, d.wait, std::nullopt);
+    s.pacer->OnRefused(done, d.wait, Quota());
     if (d.give_up) {
       // Respooled: the driver's next tick, after its (jittered) pause.
       s.overload.Record(true, false);
@@ -363,6 +366,18 @@ class Sim {
     s.doing = d.source == fwdsink::WaitSource::kLadder ? Doing::kLadder : Doing::kRetryAfter;
     s.rung = d.rung;
     Schedule(done + d.wait, i);
+  }
+
+  // What fwdsink-central --ratelimit-headers says with each response: the bucket's rate,
+  // its burst and the whole tokens left (LLP 0016#central).
+  std::optional<fwdsink::AdvertisedQuota> Quota() const {
+    if (!c_.advertise) return std::nullopt;
+    return fwdsink::AdvertisedQuota{
+        .unit = c_.bytes ? fwdsink::QuotaUnit::kContentBytes : fwdsink::QuotaUnit::kRequests,
+        .rate_per_s = c_.rate,
+        .burst = static_cast<std::uint64_t>(c_.burst),
+        .remaining = static_cast<std::uint64_t>(std::max(0.0, tokens_)),
+        .bucket = true};
   }
 
   void Refill(double at) {
@@ -437,6 +452,8 @@ int main(int argc, char** argv) {
       c.pacing = v == "on";
     else if (k == "--shared")
       c.shared = v == "yes";
+    else if (k == "--advertise")
+      c.advertise = v == "yes";
     else if (k == "--latency-ms")
       c.latency_s = std::atof(v.c_str()) / 1000;
     else if (k == "--horizon-s")
@@ -461,6 +478,16 @@ int main(int argc, char** argv) {
       c.pacing_policy.probe_max_factor = std::atof(v.c_str());
     else if (k == "--probe-past-exit")
       c.pacing_policy.probe_past_exit = std::atof(v.c_str());
+    else if (k == "--share-others")
+      c.pacing_policy.share_others = std::atof(v.c_str());
+    else if (k == "--share-short")
+      c.pacing_policy.share_short = std::atof(v.c_str());
+    else if (k == "--share-room")
+      c.pacing_policy.share_room = std::atof(v.c_str());
+    else if (k == "--share-gap-ms")
+      c.pacing_policy.share_gap = milliseconds{std::atol(v.c_str())};
+    else if (k == "--share-increase")
+      c.pacing_policy.share_increase = std::atof(v.c_str());
     else if (k == "--repeat-decrease")
       c.pacing_policy.repeat_decrease = std::atof(v.c_str());
     else if (k == "--repeat-within-ms")

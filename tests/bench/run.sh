@@ -1191,7 +1191,7 @@ fleet_change_run() {
   # daemon's backlog at the bucket's rate, over the first finish. @ref LLP 0016#frontier
   fc_floor=$(calc "($fc_accepted - $P9_BURST) / $P9_RATE / $fc_first" 3)
   log "$tag: aggregate $fc_aggregate, Jain $fc_jain, finish $fc_first..$fc_last s (floor ${fc_floor}x), join share $fc_join, $fc_refused/$fc_requests refused"
-  rm -rf "$d"
+  ((keep)) || rm -rf "$d"  # --keep: the daemons' logs stay
 }
 # fleet_change_adv TAG BYTES... : unless --learned-only, the same fleet against a bucket
 # that advertises itself (--ratelimit-headers), as a row of its own: what the server's

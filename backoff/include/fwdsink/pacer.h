@@ -66,6 +66,24 @@ struct PacingPolicy {
   // its rate said. Off when repeat_within is zero. @ref LLP 0016#repeat
   double repeat_decrease = 0.85;
   std::chrono::milliseconds repeat_within{1500};
+  // A quota shared with other clients (LLP 0016#shared-quota). When responses say how
+  // much of an advertised quota is left, the units that went that neither this pacer
+  // sent nor the refill explains were others'. While others take more than share_others
+  // of the advertised rate (smoothed over a second), a count below share_short requests
+  // is a refusal without its wait: the learned controller cuts, at most once per
+  // share_gap; and while the quota is shared, or what was learned came from such a cut,
+  // the rate rises by at least share_increase of the advertised rate per second (a step
+  // every client of the quota knows alike, so shares converge, and one left alone takes
+  // the quota back within seconds). share_others = 0: off (every client paces to the
+  // whole quota, and the first refused learns what the others leave).
+  double share_others = 0.05;
+  double share_short = 2;
+  // Paced to a bucket's count, leave room for this many requests (at most half the
+  // burst): a newcomer's refused requests take nothing a sender could see, and a sender
+  // keeping the bucket empty would never learn it is there. 0: pace to the count.
+  double share_room = 2;
+  std::chrono::milliseconds share_gap{500};
+  double share_increase = 0.08;
   // Slow start doubles the rate every this much accepted sending; > 0.
   std::chrono::milliseconds slow_start_doubling = std::chrono::seconds{1};
   // ... and adds this many requests/s (in the byte dimension: times the mean wire size
@@ -160,15 +178,25 @@ class EndpointPacer {
     double sending_since_cut = 0;     // seconds of sending counted since that decrease
     bool cut_after_exit = false;      // the last decrease was not slow start's exit
     double probe_from = -1;           // sending_since_cut when the probe began; < 0: not
+    // A shared quota (#shared-quota): the last advertised count, what we had accepted
+    // since, and others' rate, smoothed; seen_left < 0: no count yet.
+    MonotonicTime seen_at{};
+    double seen_left = -1;
+    double own_since_seen = 0;
+    double others = 0;
     [[nodiscard]] std::optional<double> Rate() const;
     [[nodiscard]] double Tolerance() const;  // burst, in units
   };
 
   void Forget(MonotonicTime now);
+  static void Unlearn(Lane& lane);
   void Learn(Lane& lane, MonotonicTime now, std::chrono::milliseconds wait, double floor);
   void Increase(Lane& lane, MonotonicTime now) const;
   [[nodiscard]] double Probe(Lane& lane, double step, double counted) const;
   void Advertise(const AdvertisedQuota& q, MonotonicTime now);
+  void Share(Lane& lane, double left, MonotonicTime now);
+  [[nodiscard]] bool Shared(const Lane& lane) const;
+  [[nodiscard]] double SharedStep(const Lane& lane) const;
   [[nodiscard]] double ByteFloor() const;
   [[nodiscard]] double UnitOf(const Lane& lane) const;
   void Restart(Lane& lane, MonotonicTime now, double cost, double floor);
@@ -184,6 +212,7 @@ class EndpointPacer {
   std::size_t refusals_in_a_row_ = 0;       // since the last acceptance; guarded by mu_
   std::chrono::milliseconds last_wait_{0};  // the last refusal's wait; guarded by mu_
   MonotonicTime streak_from_{};             // the first of those refusals; guarded by mu_
+  bool last_cut_shared_ = false;            // the last decrease was a short count; mu_
 };
 
 }  // namespace fwdsink

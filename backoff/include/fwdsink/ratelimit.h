@@ -88,6 +88,10 @@ struct AdvertisedQuota {
   std::optional<std::uint64_t> burst{};
   std::optional<std::uint64_t> remaining{};     // units left now
   std::optional<std::chrono::seconds> reset{};  // until the remaining count resets
+  // The policy names its burst (`burst=`, fwdsink-central's extension): a token bucket
+  // that refills at the rate, so that successive counts tell what others took
+  // (LLP 0016#shared-quota). False for windows that reset.
+  bool bucket = false;
 };
 
 // Picks the quota to follow from one response's fields: the IETF fields first, then
