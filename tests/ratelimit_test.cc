@@ -107,6 +107,28 @@ TEST_CASE("AdvertisedFromStructuredFieldsPicksTheMostRestrictivePolicy") {
   CHECK(q->reset == 5000s);
 }
 
+TEST_CASE("APolicyThatNamesItsBurstIsABucketOthersCanBeSeenIn") {
+  // LLP 0016#shared-quota: only a bucket that refills at its rate lets successive counts
+  // tell what other clients took.
+  RateLimitFields f{.policy = R"("bytes";q=8000000;w=1;qu="content-bytes";burst=2000000)",
+                    .ratelimit = R"("bytes";r=1749306;t=1)"};
+  const auto q = ParseAdvertisedQuota(f, kNow);
+  REQUIRE(q.has_value());
+  CHECK(q->bucket);
+  CHECK(q->remaining == 1'749'306u);
+  SUBCASE("twin: a window that resets is no bucket") {
+    f.policy = R"("default";q=100;w=10)";
+    f.ratelimit = R"("default";r=40;t=3)";
+    const auto w = ParseAdvertisedQuota(f, kNow);
+    REQUIRE(w.has_value());
+    CHECK_FALSE(w->bucket);
+    const auto x = ParseAdvertisedQuota(
+        RateLimitFields{.x_limit = "5000", .x_remaining = "4990", .x_reset = "100"}, kNow);
+    REQUIRE(x.has_value());
+    CHECK_FALSE(x->bucket);
+  }
+}
+
 TEST_CASE("AdvertisedFromOlderPolicyWithRemainingAndReset") {
   RateLimitFields f{.policy = "100;w=10", .remaining = "40", .reset = "3"};
   const auto q = ParseAdvertisedQuota(f, kNow);
