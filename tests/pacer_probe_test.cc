@@ -12,9 +12,11 @@
 
 #include "fake_clock.h"
 #include "fwdsink/pacer.h"
+#include "jain.h"
 
 using namespace std::chrono_literals;
 using fwdsink::EndpointPacer;
+using fwdsink::Jain;
 using fwdsink::MonotonicTime;
 using fwdsink::PacingPolicy;
 using std::chrono::milliseconds;
@@ -279,15 +281,6 @@ std::vector<double> TwoSenders(const PacingPolicy& policy, double join, double s
     }
   }
   return late;
-}
-
-double Jain(const std::vector<double>& x) {
-  double sum = 0, sq = 0;
-  for (double v : x) {
-    sum += v;
-    sq += v * v;
-  }
-  return sq > 0 ? sum * sum / (static_cast<double>(x.size()) * sq) : 0;
 }
 
 }  // namespace

@@ -13,10 +13,12 @@
 
 #include "fake_clock.h"
 #include "fwdsink/pacer.h"
+#include "jain.h"
 
 using namespace std::chrono_literals;
 using fwdsink::AdvertisedQuota;
 using fwdsink::EndpointPacer;
+using fwdsink::Jain;
 using fwdsink::MonotonicTime;
 using fwdsink::PaceSource;
 using fwdsink::PacingPolicy;
@@ -101,15 +103,6 @@ Run Senders(const PacingPolicy& policy, const std::vector<double>& stop, double 
   }
   for (const auto& p : pacers) run.source.push_back(p->Current(clock.MonotonicNow()).source);
   return run;
-}
-
-double Jain(const std::vector<double>& x) {
-  double sum = 0, sq = 0;
-  for (double v : x) {
-    sum += v;
-    sq += v * v;
-  }
-  return sq > 0 ? sum * sum / (static_cast<double>(x.size()) * sq) : 0;
 }
 
 const PacingPolicy kOff{.share_others = 0};
