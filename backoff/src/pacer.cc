@@ -335,8 +335,8 @@ void EndpointPacer::Advertise(const AdvertisedQuota& q, MonotonicTime now) {
     // The server's count now: the schedule allows exactly `remaining` more at once.
     double left = std::min(static_cast<double>(*q.remaining), lane.advertised_burst);
     if (q.bucket && policy_.share_others > 0) {
-      // Leave room for one request of somebody else: paced to the count exactly, a lone
-      // sender keeps the bucket empty, and a newcomer's requests, refused, take nothing
+      // Leave room for share_room requests of somebody else: paced to the count exactly, a
+      // lone sender keeps the bucket empty, and a newcomer's requests, refused, take nothing
       // it could ever see. @ref LLP 0016#shared-quota
       left -= std::min(policy_.share_room * UnitOf(lane), lane.advertised_burst / 2);
       left = std::max(0.0, left);
