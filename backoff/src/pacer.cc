@@ -113,8 +113,9 @@ void EndpointPacer::OnAccepted(MonotonicTime now, std::uint64_t wire_bytes,
   if (quota) Advertise(*quota, now);
   if (quota && quota->bucket && quota->remaining && quota->rate_per_s) {
     const bool bytes = quota->unit == QuotaUnit::kContentBytes;
-    (bytes ? bytes_ : requests_).own_since_seen += costs[bytes ? 1 : 0];
-    Share(bytes ? bytes_ : requests_, static_cast<double>(*quota->remaining), now);
+    Lane& lane = bytes ? bytes_ : requests_;
+    lane.own_since_seen += costs[bytes ? 1 : 0];
+    Share(lane, static_cast<double>(*quota->remaining), now);
   }
 }
 

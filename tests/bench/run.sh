@@ -1149,13 +1149,15 @@ fi
 # 1 / N), fc_refused fc_requests.
 fleet_change_run() {
   local tag=$1 join=$2; shift 2
-  local d=$work/$tag n=$# i=0 size pids=() want=0 extra=()
+  # The advertised twin (TAG-adv) sends the same files as the learned run after it,
+  # which removes them.
+  local d=$work/$tag n=$# i=0 size pids=() want=0 extra=() data=${tag%-adv}
   ((fc_headers)) && extra=(--ratelimit-headers)
   start_central "$d/central" --rate "$P9_RATE" --burst "$P9_BURST" "${extra[@]}"
   for size in "$@"; do
     i=$((i + 1))
-    make_file "$tag-$i" "$size" $((200 + i))
-    want=$((want + ${rows_of[$tag-$i]}))
+    make_file "$data-$i" "$size" $((200 + i))
+    want=$((want + ${rows_of[$data-$i]}))
     mkdir -p "$d/s$i/ready"; cp --reflink=auto "$file" "$d/s$i/ready/d$(printf %02d "$i")-p.ndjson"
   done
   for ((i = 1; i <= n; i++)); do
@@ -1186,7 +1188,7 @@ fleet_change_run() {
         (if ($win | length) > 0 then ($win | map(select(.d == $last)) | length) / ($win | length) * $n else 0 end),
         (map(select(.status == 429)) | length), length, ($ok | map(.body_bytes) | add) ]
     | @tsv' "$d/central/requests.ndjson")
-  for ((i = 1; i <= n; i++)); do rm -f "$work/data/$tag-$i.ndjson"; done
+  [[ $tag == *-adv ]] || for ((i = 1; i <= n; i++)); do rm -f "$work/data/$data-$i.ndjson"; done
   # The least last / first finish any sharing after the first finish could give: every
   # daemon's backlog at the bucket's rate, over the first finish. @ref LLP 0016#frontier
   fc_floor=$(calc "($fc_accepted - $P9_BURST) / $P9_RATE / $fc_first" 3)
