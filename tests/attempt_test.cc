@@ -201,3 +201,93 @@ TEST_CASE("Attempt: twins that must not wait") {
     CHECK(attempt.end().kind == EndKind::kAborted);
   }
 }
+
+namespace {
+TransportResult Broken(fwdsink::WirePhase phase,
+                       fwdsink::TransportError error = fwdsink::TransportError::kIo) {
+  TransportResult r;
+  r.error = error;
+  r.message = "broken";
+  r.phase = phase;
+  return r;
+}
+}  // namespace
+
+// A connection that breaks under a request is retried soon on a fresh one: 250 ms, then
+// 1 s (a refused connect right after a break is the same restart), then the ladder.
+// @ref LLP 0014#reconnect
+TEST_CASE("Attempt: a broken connection is retried at the reconnect rungs, then the ladder") {
+  Rig rig;
+  rig.options.backpressure.inline_budget = 300s;
+  Attempt attempt(rig.core, rig.request);
+  REQUIRE(attempt.Start().kind == Kind::kPost);
+  const Attempt::Step first = attempt.Answered(Broken(fwdsink::WirePhase::kBody), 0us);
+  REQUIRE(first.kind == Kind::kWait);
+  CHECK(first.wake_at - rig.now() == 250ms);
+  REQUIRE(rig.events.size() == 1);
+  CHECK(rig.events[0].name == fwdsink::events::kForwardTransportError);
+  CHECK(rig.events[0].phase == "body");
+  CHECK(rig.events[0].wait_source == "reconnect");
+  CHECK(rig.counters.transport_errors_body.load() == 1);
+  rig.clock.Advance(250ms);
+  REQUIRE(attempt.Woke(Attempt::Woken::kElapsed).kind == Kind::kPost);
+  const Attempt::Step second = attempt.Answered(
+      Broken(fwdsink::WirePhase::kConnect, fwdsink::TransportError::kConnect), 0us);
+  REQUIRE(second.kind == Kind::kWait);
+  CHECK(second.wake_at - rig.now() == 1s);
+  CHECK(rig.counters.transport_errors_connect.load() == 1);
+  rig.clock.Advance(1s);
+  REQUIRE(attempt.Woke(Attempt::Woken::kElapsed).kind == Kind::kPost);
+  const Attempt::Step third = attempt.Answered(
+      Broken(fwdsink::WirePhase::kConnect, fwdsink::TransportError::kConnect), 0us);
+  REQUIRE(third.kind == Kind::kWait);
+  CHECK(third.wake_at - rig.now() == 30s);  // the ladder's first rung: the endpoint is down
+  CHECK(rig.events.back().wait_source == "ladder");
+  CHECK(rig.counters.transport_errors.load() == 3);
+  CHECK(rig.clock.sleeps().empty());
+}
+
+// Twins: an endpoint that cannot be reached at all meets the ladder at once; a 503
+// without Retry-After is the ladder's too, whatever broke before.
+TEST_CASE("Attempt: a refused connect without a break first, and a 503, use the ladder") {
+  Rig rig;
+  rig.options.backpressure.inline_budget = 300s;
+  Attempt attempt(rig.core, rig.request);
+  REQUIRE(attempt.Start().kind == Kind::kPost);
+  const Attempt::Step refused = attempt.Answered(
+      Broken(fwdsink::WirePhase::kConnect, fwdsink::TransportError::kConnect), 0us);
+  REQUIRE(refused.kind == Kind::kWait);
+  CHECK(refused.wake_at - rig.now() == 30s);
+  CHECK(rig.events.back().name == fwdsink::events::kForwardTransportError);
+  CHECK(rig.events.back().phase == "connect");
+  Attempt other(rig.core, rig.request);
+  REQUIRE(other.Start().kind == Kind::kPost);
+  REQUIRE(other.Answered(Broken(fwdsink::WirePhase::kResponseHead), 0us).kind == Kind::kWait);
+  rig.clock.Advance(250ms);
+  REQUIRE(other.Woke(Attempt::Woken::kElapsed).kind == Kind::kPost);
+  const Attempt::Step busy = other.Answered(Http(503), 0us);
+  REQUIRE(busy.kind == Kind::kWait);
+  CHECK(busy.wake_at - rig.now() == 60s);  // the ladder's rung for its second failure
+  CHECK(rig.events.back().name == fwdsink::events::kForwardBackpressure);
+  CHECK(rig.events.back().phase.empty());
+}
+
+// A 417 to a request that carried Expect is re-sent at once without it; the endpoint
+// keeps Expect off. @ref LLP 0017#expect-417
+TEST_CASE("Attempt: a 417 to Expect posts again at once with Expect off for the endpoint") {
+  Rig rig;
+  Attempt attempt(rig.core, rig.request);
+  REQUIRE(attempt.Start().kind == Kind::kPost);
+  CHECK(attempt.limits().allow_expect);
+  TransportResult refused = Http(417);
+  refused.expect_sent = true;
+  REQUIRE(attempt.Answered(refused, 0us).kind == Kind::kPost);
+  CHECK_FALSE(attempt.limits().allow_expect);
+  CHECK(rig.endpoints->at(0).expect_off->load());
+  CHECK(attempt.attempts() == 0);  // not a failed attempt
+  REQUIRE(attempt.Answered(Http(200), 0us).kind == Kind::kDone);
+  CHECK(attempt.end().verdict.action == fwdsink::Action::kAcknowledge);
+  REQUIRE(rig.events.size() == 1);
+  CHECK(rig.events[0].name == fwdsink::events::kForwardExpectOff);
+  CHECK(rig.clock.sleeps().empty());
+}

@@ -324,3 +324,25 @@ TEST_CASE("ALongOutageGetsOneRandomPhaseOfUpToOneRetryAfterAtTheThirdRefusal") {
     CHECK(DecideWait(p, 3, kNoRetryAfter, 10s, rnd).wait == 178800ms);
   }
 }
+
+// @ref LLP 0014#reconnect
+TEST_CASE("ReconnectRungsAreShortLengthenedOnlyAndBudgeted") {
+  BackpressurePolicy p;
+  p.jitter = 0;
+  auto d = fwdsink::DecideReconnect(p, 0, kNoElapsed);
+  CHECK(d.source == WaitSource::kReconnect);
+  CHECK(d.wait == 250ms);
+  CHECK_FALSE(d.give_up);
+  CHECK(fwdsink::DecideReconnect(p, 1, kNoElapsed).wait == 1s);
+  // Past the budget: give up, as any other wait.
+  CHECK(fwdsink::DecideReconnect(p, 1, p.inline_budget).give_up);
+  // With jitter a rung is only ever lengthened, by at most a tenth.
+  p.jitter = 0.5;
+  for (double u : {0.0, 0.5, 0.999}) {
+    const auto w = fwdsink::DecideReconnect(p, 0, kNoElapsed, [u] { return u; }).wait;
+    CHECK(w >= 250ms);
+    CHECK(w <= 275ms);
+  }
+  p.reconnect = {250ms, 0ms};
+  CHECK(fwdsink::Validate(p).field() == "reconnect[1]");
+}

@@ -12,6 +12,12 @@
 // a failing REQUIRE or a timed-out Wait() never leaves a daemon behind. Re-using a tag in
 // the same DIR overwrites that tag's output files.
 //
+// Every test checks for free that a daemon exits only when told to or when it must
+// (@ref LLP 0014#only-close-aborts): when Wait() reaps an exit 0 of `fwdsink forward`, one without
+// --once must have been sent SIGTERM or SIGINT through Signal(), and a --once run that
+// was not signalled must have left nothing in SPOOL/ready/. A test that means to see a
+// daemon stop unasked says so with ExpectUnaskedExit().
+//
 // Threading: one test thread owns a DaemonProcess; out() and err() only read files, so
 // they may be polled while the child runs.
 #pragma once
@@ -32,6 +38,8 @@
 #include <thread>
 #include <vector>
 
+#include <doctest/doctest.h>
+
 #include "test_files.h"
 
 extern char** environ;
@@ -48,6 +56,11 @@ class DaemonProcess {
   DaemonProcess(std::filesystem::path dir, const std::string& tag, std::vector<std::string> args,
                 std::vector<std::string> extra_env = {})
       : out_path_(dir / (tag + ".stdout")), err_path_(dir / (tag + ".stderr")) {
+    forward_ = !args.empty() && args[0] == "forward";
+    for (std::size_t i = 0; i < args.size(); ++i) {
+      if (args[i] == "--once") once_ = true;
+      if (args[i] == "--spool" && i + 1 < args.size()) spool_ = args[i + 1];
+    }
     args.insert(args.begin(), FWDSINK_DAEMON_BIN);
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
@@ -100,6 +113,7 @@ class DaemonProcess {
       if (::waitpid(pid_, &status, WNOHANG) == pid_) {
         pid_ = -1;
         code_ = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+        if (*code_ == 0) CheckCleanExit();
         break;
       }
       if (std::chrono::steady_clock::now() >= deadline) return std::nullopt;
@@ -109,8 +123,24 @@ class DaemonProcess {
   }
 
   // Sends `sig` to the child if it still runs (not yet reaped).
-  void Signal(int sig) const {
+  void Signal(int sig) {
+    if (sig == SIGTERM || sig == SIGINT) stop_sent_ = true;
     if (pid_ > 0) ::kill(pid_, sig);
+  }
+
+  // Turns the exit check off for a test that checks an unasked exit itself.
+  void ExpectUnaskedExit() { check_exit_ = false; }
+
+  // Partitions left in SPOOL/ready/ (sealed `*.ndjson`, not hidden); 0 without --spool.
+  std::size_t ReadyLeft() const {
+    if (spool_.empty()) return 0;
+    std::error_code ec;
+    std::size_t n = 0;
+    for (const auto& e : std::filesystem::directory_iterator(spool_ / "ready", ec)) {
+      const std::string name = e.path().filename().string();
+      if (!name.starts_with(".") && name.ends_with(".ndjson")) ++n;
+    }
+    return n;
   }
 
   // Returns what the child has written to stdout / stderr so far.
@@ -118,8 +148,26 @@ class DaemonProcess {
   std::string err() const { return ReadFile(err_path_); }
 
  private:
+  // A daemon exits 0 only when told to or when it must. @ref LLP 0014#only-close-aborts
+  void CheckCleanExit() const {
+    if (!forward_ || !check_exit_ || stop_sent_) return;
+    if (!once_) {
+      FAIL_CHECK("the daemon exited 0 without SIGTERM/SIGINT; its log ends: "
+                 << err().substr(err().size() > 2000 ? err().size() - 2000 : 0));
+    } else if (const std::size_t left = ReadyLeft(); left > 0) {
+      FAIL_CHECK("--once exited 0 with "
+                 << left << " partition(s) left in ready/; its log ends: "
+                 << err().substr(err().size() > 2000 ? err().size() - 2000 : 0));
+    }
+  }
+
   std::filesystem::path out_path_;
   std::filesystem::path err_path_;
+  std::filesystem::path spool_;  // --spool's value, if given
+  bool forward_ = false;         // the child runs `fwdsink forward`
+  bool once_ = false;            // --once was given
+  bool stop_sent_ = false;       // Signal() sent SIGTERM or SIGINT
+  bool check_exit_ = true;
   pid_t pid_ = -1;  // > 0 while the child runs and is not yet reaped
   bool started_ = false;
   std::optional<int> code_;

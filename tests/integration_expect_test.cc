@@ -25,6 +25,7 @@
 #include "central_process.h"
 #include "fwdsink/transport.h"
 #include "it_support.h"
+#include "raw_server.h"
 #include "test_files.h"
 
 namespace {
@@ -35,148 +36,13 @@ using fwdsink::TransportError;
 using fwdsink::TransportOptions;
 using fwdsink::test::CentralProcess;
 using Clock = std::chrono::steady_clock;
+using fwdsink::test::HasExpect;
+using fwdsink::test::kOk;
+using fwdsink::test::RawServer;
 
 constexpr std::size_t kBig = 200 * 1024;  // over the default threshold of 64 KiB
 constexpr std::size_t kSmall = 1024;
 constexpr auto kContinueWait = 1s;  // the transport's wait for 100 Continue
-
-const std::string kOk =
-    "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
-const std::string kThrottled =
-    "HTTP/1.1 429 Too Many Requests\r\nRetry-After: 1\r\nContent-Length: 2\r\n\r\n{}";
-
-bool HasExpect(const std::string& head) {
-  return head.find("\r\nExpect: 100-continue\r\n") != std::string::npos;
-}
-
-// What the raw server saw of one request.
-struct Seen {
-  std::string head;
-  std::uint64_t body_bytes = 0;      // body bytes read on the connection after the head
-  Clock::duration head_to_body{};    // from the end of the head to the first body byte
-  bool closed_after_answer = false;  // the client closed the connection after a refusal
-};
-
-// One connection at a time. Each request is answered by the next mode: kRefuse answers
-// 429 as soon as the head is in, then counts what still arrives until the client closes;
-// kRead reads the Content-Length body (never sending 100 Continue) and answers 200;
-// kContinue says 100 Continue first, then does the same.
-class RawServer {
- public:
-  enum class Mode { kRefuse, kRead, kContinue };
-  explicit RawServer(std::deque<Mode> modes) : modes_(std::move(modes)) {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    const int one = 1;
-    ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    ::listen(fd_, 8);
-    socklen_t len = sizeof a;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
-    thread_ = std::thread([this] { Loop(); });
-  }
-  ~RawServer() {
-    stop_ = true;
-    ::shutdown(fd_, SHUT_RDWR);
-    thread_.join();
-    ::close(fd_);
-  }
-  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_) + "/ingest"; }
-  int connections() const { return connections_.load(); }
-  // Waits (bounded) until `n` requests are complete, and returns what was seen.
-  std::vector<Seen> WaitFor(std::size_t n) {
-    const auto until = Clock::now() + fwdsink::test::kPollTimeout;
-    for (;;) {
-      {
-        std::lock_guard lock(mu_);
-        if (seen_.size() >= n || Clock::now() > until) return seen_;
-      }
-      std::this_thread::sleep_for(5ms);
-    }
-  }
-
- private:
-  void Loop() {
-    while (!stop_) {
-      pollfd p{fd_, POLLIN, 0};
-      if (::poll(&p, 1, 50) <= 0) continue;
-      const int c = ::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC);
-      if (c < 0) continue;
-      connections_ += 1;
-      Serve(c);
-      ::close(c);
-    }
-  }
-  // Reads into `in` until it holds `want` bytes; -1 timeout, 0 peer closed, 1 done.
-  int ReadUntil(int c, std::string& in, std::size_t want, std::chrono::milliseconds patience) {
-    const auto until = Clock::now() + patience;
-    char buf[65536];
-    while (in.size() < want && !stop_) {
-      if (Clock::now() > until) return -1;
-      pollfd p{c, POLLIN, 0};
-      if (::poll(&p, 1, 20) <= 0) continue;
-      const ssize_t n = ::recv(c, buf, sizeof buf, 0);
-      if (n <= 0) return 0;
-      in.append(buf, static_cast<std::size_t>(n));
-    }
-    return 1;
-  }
-  void Serve(int c) {
-    std::string in;
-    while (!stop_) {
-      std::size_t end = std::string::npos;
-      while ((end = in.find("\r\n\r\n")) == std::string::npos) {
-        if (ReadUntil(c, in, in.size() + 1, 10s) != 1) return;
-      }
-      Seen s;
-      s.head = in.substr(0, end + 4);
-      in.erase(0, end + 4);
-      const auto head_at = Clock::now();
-      Mode mode = Mode::kRead;
-      {
-        std::lock_guard lock(mu_);
-        if (!modes_.empty()) mode = modes_.front(), modes_.pop_front();
-      }
-      if (mode == Mode::kRefuse) {
-        ::send(c, kThrottled.data(), kThrottled.size(), MSG_NOSIGNAL);
-        // Whatever comes now is body bytes the refusal should have saved.
-        s.closed_after_answer = ReadUntil(c, in, SIZE_MAX, 10s) == 0;
-        s.body_bytes = in.size();
-        Record(std::move(s));
-        return;
-      }
-      if (mode == Mode::kContinue) {
-        const std::string go = "HTTP/1.1 100 Continue\r\n\r\n";
-        ::send(c, go.data(), go.size(), MSG_NOSIGNAL);
-      }
-      const auto at = s.head.find("Content-Length: ");
-      const std::size_t length = at == std::string::npos ? 0 : std::stoul(s.head.substr(at + 16));
-      if (ReadUntil(c, in, 1, 10s) != 1 && length > 0) return;
-      s.head_to_body = Clock::now() - head_at;
-      if (ReadUntil(c, in, length, 10s) != 1) return;
-      s.body_bytes = length;
-      in.erase(0, length);
-      ::send(c, kOk.data(), kOk.size(), MSG_NOSIGNAL);
-      Record(std::move(s));
-    }
-  }
-  void Record(Seen s) {
-    std::lock_guard lock(mu_);
-    seen_.push_back(std::move(s));
-  }
-
-  int fd_ = -1;
-  int port_ = 0;
-  std::atomic<bool> stop_{false};
-  std::atomic<int> connections_{0};
-  std::mutex mu_;
-  std::deque<Mode> modes_;  // guarded by mu_
-  std::vector<Seen> seen_;  // guarded by mu_
-  std::thread thread_;
-};
 
 std::unique_ptr<HttpTransport> Make(const std::string& url, TransportOptions o = {}) {
   o.connect_timeout = 2s;

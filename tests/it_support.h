@@ -43,6 +43,7 @@ struct RecordedEvent {
   std::chrono::milliseconds wait{0};
   std::string wait_source;
   std::string retry_after;
+  std::string phase;
   std::uint64_t begin = 0;
   std::uint64_t end = 0;
   std::string message;
@@ -145,6 +146,7 @@ class SinkRun {
                          .wait = e.wait,
                          .wait_source = std::string(e.wait_source),
                          .retry_after = e.retry_after,
+                         .phase = std::string(e.phase),
                          .begin = e.begin,
                          .end = e.end,
                          .message = e.message});

@@ -125,14 +125,17 @@ TEST_CASE("sink counters: one list feeds the struct, the snapshot, the JSON and 
     names.emplace_back(f.name);
     unique.emplace(f.name);
     sum += f.value;
-    // The pacing rate and its source, the endpoint in use and the last ack's time are
-    // the sink's only gauges.
+    // The pacing rate and its source, the endpoint in use, the last ack's time and
+    // whether Expect is off after a 417 are the sink's only gauges.
     const bool gauge = std::string_view(f.name).starts_with("pacing_") ||
-                       f.name == "endpoint_in_use" || f.name == "last_ack_time_ms";
+                       f.name == "endpoint_in_use" || f.name == "last_ack_time_ms" ||
+                       f.name == "expect_off";
     CHECK(f.kind == (gauge ? CounterKind::kGauge : CounterKind::kCounter));
     CHECK_FALSE(f.help.empty());
   });
-  CHECK(names.size() == 39);                  // packs_sent and partitions_packed since issue 23
+  // packs_sent and partitions_packed since issue 23; six transport_errors_<phase>,
+  // expect_refusals and expect_off since issue 37 (@ref LLP 0014#transport-phases)
+  CHECK(names.size() == 47);
   CHECK(unique.contains("bodies_withheld"));  // @ref LLP 0017#expect-continue
   CHECK(unique.size() == names.size());
   CHECK(names.front() == "chunks_sent");

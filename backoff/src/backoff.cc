@@ -47,6 +47,7 @@ std::string_view to_string(WaitSource source) {
   switch (source) {
     case WaitSource::kRetryAfter: return "retry_after";
     case WaitSource::kLadder: return "ladder";
+    case WaitSource::kReconnect: return "reconnect";
   }
   return "unknown";
 }
@@ -76,6 +77,12 @@ Status Validate(const BackpressurePolicy& p) {
     return Status::Config("inline_budget",
                           "the inline budget is below the first rung, so no retry could "
                           "ever be taken");
+  }
+  for (std::size_t i = 0; i < p.reconnect.size(); ++i) {
+    if (p.reconnect[i] <= milliseconds::zero()) {
+      return Status::Config("reconnect[" + std::to_string(i) + "]",
+                            "every reconnect wait must be a positive duration");
+    }
   }
   if (!(p.jitter >= 0.0 && p.jitter < 1.0)) {
     return Status::Config("jitter", "jitter must be a fraction in [0, 1)");
@@ -113,6 +120,26 @@ WaitDecision DecideWait(const BackpressurePolicy& policy, std::size_t attempt,
   }
   d.wait = std::max(d.wait, kMinWait);
 
+  // @ref LLP 0002#budget-before-sleep
+  if (elapsed < milliseconds::zero()) {
+    d.give_up = true;
+    d.reason = GiveUpReason::kInvalidElapsed;
+  } else if (SaturatingAdd(elapsed, d.wait) > policy.inline_budget) {
+    d.give_up = true;
+    d.reason = GiveUpReason::kBudgetExhausted;
+  }
+  return d;
+}
+
+WaitDecision DecideReconnect(const BackpressurePolicy& policy, std::size_t n, milliseconds elapsed,
+                             const UniformRandom& random) {
+  WaitDecision d{.source = WaitSource::kReconnect, .rung = n};
+  const milliseconds rung = policy.reconnect.at(n);
+  d.wait = std::max(JitterLonger(rung, policy.jitter, random), kMinWait);
+  if (d.wait > policy.max_wait) {
+    d.wait = policy.max_wait;
+    d.capped = true;
+  }
   // @ref LLP 0002#budget-before-sleep
   if (elapsed < milliseconds::zero()) {
     d.give_up = true;

@@ -536,6 +536,13 @@ int RunForward(const ForwardConfig& config) {
   } else {
     driver->Run();
     why = "signal";
+    // Run() returns only after a stop request; anything else is a bug, and exit 0 would
+    // leave the host without a forwarder (systemd restarts on failure only).
+    // @ref LLP 0014#only-close-aborts
+    if (!stop_signal.load()) {
+      code = fwdsink::kExitSoftware;
+      why = "stopped_unasked";
+    }
   }
 
   notifier.Stopping();

@@ -52,6 +52,17 @@ struct BackpressurePolicy {
   // the outage ends. Only with jitter on; the other waits keep the <= min(10%, 1 s)
   // bound, so a short throttle still ends within Retry-After + 1 s. @ref LLP 0016#herd
   std::size_t outage_phase_attempt = 3;
+  // Waits before re-sending a chunk whose connection broke under it (a reset, an EOF, a
+  // failed body write: a transport error after the connection was made), one per break
+  // in a row, before the ladder takes over:
+  //   break -> 250 ms -> (break or refused connect) -> 1 s -> the ladder's 30 s, ...
+  // A middlebox that restarts or drops a keep-alive connection is back within a
+  // second; an endpoint that cannot be reached at all still meets the ladder at once
+  // (a connect that fails without an earlier break uses the ladder). Lengthened only,
+  // by at most a tenth (JitterLonger). Empty: every transport error uses the ladder.
+  // Each must be > 0. @ref LLP 0014#reconnect
+  std::vector<std::chrono::milliseconds> reconnect = {std::chrono::milliseconds{250},
+                                                      std::chrono::seconds{1}};
 };
 
 // Checks a policy; returns OK when it is usable, else a kInvalidConfig status naming
@@ -62,6 +73,7 @@ struct BackpressurePolicy {
 enum class WaitSource {
   kRetryAfter,  // the server's positive Retry-After (possibly capped)
   kLadder,      // a rung of the ladder (no, zero or unusable Retry-After)
+  kReconnect,   // a rung of `reconnect`: the connection broke under the request
 };
 [[nodiscard]] std::string_view to_string(WaitSource source);
 
@@ -110,5 +122,12 @@ using UniformRandom = std::function<double()>;
                                       std::optional<std::chrono::milliseconds> retry_after,
                                       std::chrono::milliseconds elapsed,
                                       const UniformRandom& random = {});
+
+// Decides the wait after the `n`th break in a row (0-based) of a chunk's connection:
+// rung `n` of policy.reconnect (lengthened by JitterLonger), with the same budget check
+// as DecideWait. Requires n < policy.reconnect.size(). @ref LLP 0014#reconnect
+[[nodiscard]] WaitDecision DecideReconnect(const BackpressurePolicy& policy, std::size_t n,
+                                           std::chrono::milliseconds elapsed,
+                                           const UniformRandom& random = {});
 
 }  // namespace fwdsink

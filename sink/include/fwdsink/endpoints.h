@@ -2,6 +2,7 @@
 // Several endpoints: a primary and its fallbacks, each with what its senders share.
 #pragma once
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <map>
@@ -31,6 +32,10 @@ struct EndpointEntry {
   // it got per endpoint.
   TokenProvider tokens;
   EndpointCounters counters;
+  // Set once the endpoint answered "Expect: 100-continue" with 417: no request to it
+  // carries the header again until the endpoints are made anew (a reload). Shared by
+  // copies of the entry. @ref LLP 0017#expect-417
+  std::shared_ptr<std::atomic<bool>> expect_off = std::make_shared<std::atomic<bool>>(false);
 };
 
 // The endpoints of one ForwardOptions (url, then fallback_urls, in order), their

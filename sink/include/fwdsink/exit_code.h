@@ -11,6 +11,7 @@ namespace fwdsink {
 inline constexpr int kExitOk = 0;         // everything delivered
 inline constexpr int kExitUsage = 64;     // EX_USAGE: bad command line or config
 inline constexpr int kExitDataErr = 65;   // EX_DATAERR: rows went to dead letters
+inline constexpr int kExitSoftware = 70;  // EX_SOFTWARE: the daemon stopped without being told
 inline constexpr int kExitIoErr = 74;     // EX_IOERR: the spool cannot be read/written
 inline constexpr int kExitTempFail = 75;  // EX_TEMPFAIL: something left for a later run
 inline constexpr int kExitNoPerm = 77;    // EX_NOPERM: the server refused our token

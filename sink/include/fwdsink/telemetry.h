@@ -74,6 +74,19 @@ enum class LogLevel { kDebug, kInfo, kWarn, kError };
   /* Close() cut a pause or a request short. Fields: partition, end (the cursor),         \
      message. */                                                                          \
   EVENT(kForwardAborted, "forward.aborted", kInfo)                                        \
+  /* A request got no HTTP answer: the connection failed or broke under it (never         \
+     Close(): that is forward.aborted). The same chunk goes again, same key and bytes,    \
+     on a fresh connection after the wait. Fields: partition, key, reason                 \
+     ("transport_io", "transport_connect", "transport_timeout", ...), phase (connect,     \
+     head, await_continue, body, response_head, response_body), attempt, wait_ms,         \
+     wait_source ("reconnect" | "ladder"), begin, end, message. @ref LLP                  \
+     0014#transport-phases */                                                             \
+  EVENT(kForwardTransportError, "forward.transport_error", kWarn)                         \
+  /* The endpoint answered "Expect: 100-continue" with 417: the request goes once more    \
+     without it, and no request to that endpoint carries it again until a reload.         \
+     Fields: partition, key, status (417), reason ("expectation_failed"), message.        \
+     @ref LLP 0017#expect-417 */                                                          \
+  EVENT(kForwardExpectOff, "forward.expect_off", kWarn)                                   \
   /* Anything else: the partition unreadable or torn (reason from the chunker,            \
      begin = the offset concerned) or a chunk that could not be encoded (key,             \
      reason="encode_failed"). Fields: partition, key, reason, begin, message. */          \
@@ -248,7 +261,8 @@ struct Event {
   std::string reason{};     // server's details.reason, or ours
   std::size_t attempt = 0;  // failed attempts of this chunk so far
   std::chrono::milliseconds wait{0};
-  std::string_view wait_source{};  // "retry_after" | "ladder" | "gate"
+  std::string_view wait_source{};  // "retry_after" | "ladder" | "reconnect" | "gate" | "pacer"
+  std::string_view phase{};        // forward.transport_error: where the request broke
   std::string retry_after{};       // raw Retry-After header, if any
   std::uint64_t begin = 0;         // chunk or resume offsets
   std::uint64_t end = 0;
@@ -324,46 +338,54 @@ class JsonObject {
 // is one line here. @ref LLP 0015#counters
 
 // The sink's counters (ForwardSink::counters()).
-#define FWDSINK_SINK_COUNTERS(COUNTER, GAUGE)                                                \
-  COUNTER(chunks_sent, "Requests carrying a chunk, retries included.")                       \
-  COUNTER(chunks_acked, "Chunks acknowledged with a 2xx (duplicates included).")             \
-  COUNTER(rows_sent, "Rows in the chunks sent, counted again on every retry.")               \
-  COUNTER(rows_acked, "Rows in the chunks acknowledged.")                                    \
-  COUNTER(bytes_sent, "Raw (uncompressed) chunk bytes per request, retries included.")       \
-  COUNTER(bytes_acked, "Raw (uncompressed) bytes in the chunks acknowledged.")               \
-  COUNTER(wire_bytes_sent, "Encoded request body bytes sent, retries included.")             \
-  COUNTER(bodies_withheld, "Request bodies not sent: the answer came before 100 Continue.")  \
-  COUNTER(status_429, "Responses with HTTP 429.")                                            \
-  COUNTER(status_503, "Responses with HTTP 503.")                                            \
-  COUNTER(other_5xx, "Responses with a 5xx status other than 503.")                          \
-  COUNTER(transport_errors, "Requests that got no HTTP response (connect, reset, timeout).") \
-  COUNTER(waits, "Backoff waits taken before re-sending a chunk in place.")                  \
-  COUNTER(wait_ms, "Milliseconds of backoff waits taken (sum of the waits chosen).")         \
-  COUNTER(gate_waits, "Waits on the endpoint gate another sender's Retry-After closed.")     \
-  COUNTER(budget_exhausted, "Chunks whose next wait would have passed the inline budget.")   \
-  COUNTER(respools, "Partitions given back for a later tick by the sink.")                   \
-  COUNTER(poisoned_chunks, "Single-row chunks refused as malformed (400/413/422).")          \
-  COUNTER(splits, "Chunks split in two after a 413, or a 400/422 to isolate a row.")         \
-  COUNTER(auth_refreshes, "Token refreshes asked for after a 401.")                          \
-  COUNTER(aborts, "Partitions cut short by Close().")                                        \
-  COUNTER(request_refusals,                                                                  \
-          "Refusals blamed on the request, not the data (respooled, never dead-lettered).")  \
-  COUNTER(partitions_delivered, "Partitions sent to their end and acknowledged.")            \
-  COUNTER(packs_sent, "Packs of small partitions acknowledged (one request each).")          \
-  COUNTER(partitions_packed, "Partitions delivered inside an acknowledged pack.")            \
-  COUNTER(retried_4xx, "Responses with a 4xx listed in the retried statuses (408, 425).")    \
-  COUNTER(engine_overload, "Refusals an engine profile reads as overload (ClickHouse 252).") \
-  COUNTER(config_errors, "Refusals that name our configuration (unknown table, encoding).")  \
-  COUNTER(pacer_waits, "Requests the endpoint pacer delayed.")                               \
-  COUNTER(pacer_wait_ms, "Milliseconds of pacer waits taken (sum).")                         \
-  GAUGE(pacing_bytes_per_s, "Pacing rate in wire bytes/s now (0: no byte limit).")           \
-  GAUGE(pacing_requests_per_s, "Pacing rate in requests/s now, rounded up (0: no limit).")   \
-  GAUGE(pacing_source, "Where the pacing rate comes from: 0 none, 1 learned, 2 advertised.") \
-  COUNTER(failovers, "Times the endpoint in use was left for the next (several --url).")     \
-  COUNTER(failbacks, "Times a probe took the primary endpoint back.")                        \
-  COUNTER(probes, "Requests that probed the primary while a fallback was in use.")           \
-  COUNTER(probe_failures, "Probes of the primary that failed (the fallback stayed).")        \
-  GAUGE(endpoint_in_use, "Index of the endpoint the last request went to (0: the primary).") \
+#define FWDSINK_SINK_COUNTERS(COUNTER, GAUGE)                                                  \
+  COUNTER(chunks_sent, "Requests carrying a chunk, retries included.")                         \
+  COUNTER(chunks_acked, "Chunks acknowledged with a 2xx (duplicates included).")               \
+  COUNTER(rows_sent, "Rows in the chunks sent, counted again on every retry.")                 \
+  COUNTER(rows_acked, "Rows in the chunks acknowledged.")                                      \
+  COUNTER(bytes_sent, "Raw (uncompressed) chunk bytes per request, retries included.")         \
+  COUNTER(bytes_acked, "Raw (uncompressed) bytes in the chunks acknowledged.")                 \
+  COUNTER(wire_bytes_sent, "Encoded request body bytes sent, retries included.")               \
+  COUNTER(bodies_withheld, "Request bodies not sent: the answer came before 100 Continue.")    \
+  COUNTER(status_429, "Responses with HTTP 429.")                                              \
+  COUNTER(status_503, "Responses with HTTP 503.")                                              \
+  COUNTER(other_5xx, "Responses with a 5xx status other than 503.")                            \
+  COUNTER(transport_errors, "Requests that got no HTTP response (connect, reset, timeout).")   \
+  COUNTER(transport_errors_connect, "Transport errors while connecting.")                      \
+  COUNTER(transport_errors_head, "Transport errors while writing the request head.")           \
+  COUNTER(transport_errors_await_continue, "Transport errors while waiting for 100 Continue.") \
+  COUNTER(transport_errors_body, "Transport errors while writing the request body.")           \
+  COUNTER(transport_errors_response_head, "Transport errors before the response head was in.") \
+  COUNTER(transport_errors_response_body, "Transport errors while reading the response body.") \
+  COUNTER(expect_refusals, "Requests with Expect: 100-continue answered 417.")                 \
+  GAUGE(expect_off, "1 while Expect: 100-continue is off for an endpoint after a 417.")        \
+  COUNTER(waits, "Backoff waits taken before re-sending a chunk in place.")                    \
+  COUNTER(wait_ms, "Milliseconds of backoff waits taken (sum of the waits chosen).")           \
+  COUNTER(gate_waits, "Waits on the endpoint gate another sender's Retry-After closed.")       \
+  COUNTER(budget_exhausted, "Chunks whose next wait would have passed the inline budget.")     \
+  COUNTER(respools, "Partitions given back for a later tick by the sink.")                     \
+  COUNTER(poisoned_chunks, "Single-row chunks refused as malformed (400/413/422).")            \
+  COUNTER(splits, "Chunks split in two after a 413, or a 400/422 to isolate a row.")           \
+  COUNTER(auth_refreshes, "Token refreshes asked for after a 401.")                            \
+  COUNTER(aborts, "Partitions cut short by Close().")                                          \
+  COUNTER(request_refusals,                                                                    \
+          "Refusals blamed on the request, not the data (respooled, never dead-lettered).")    \
+  COUNTER(partitions_delivered, "Partitions sent to their end and acknowledged.")              \
+  COUNTER(packs_sent, "Packs of small partitions acknowledged (one request each).")            \
+  COUNTER(partitions_packed, "Partitions delivered inside an acknowledged pack.")              \
+  COUNTER(retried_4xx, "Responses with a 4xx listed in the retried statuses (408, 425).")      \
+  COUNTER(engine_overload, "Refusals an engine profile reads as overload (ClickHouse 252).")   \
+  COUNTER(config_errors, "Refusals that name our configuration (unknown table, encoding).")    \
+  COUNTER(pacer_waits, "Requests the endpoint pacer delayed.")                                 \
+  COUNTER(pacer_wait_ms, "Milliseconds of pacer waits taken (sum).")                           \
+  GAUGE(pacing_bytes_per_s, "Pacing rate in wire bytes/s now (0: no byte limit).")             \
+  GAUGE(pacing_requests_per_s, "Pacing rate in requests/s now, rounded up (0: no limit).")     \
+  GAUGE(pacing_source, "Where the pacing rate comes from: 0 none, 1 learned, 2 advertised.")   \
+  COUNTER(failovers, "Times the endpoint in use was left for the next (several --url).")       \
+  COUNTER(failbacks, "Times a probe took the primary endpoint back.")                          \
+  COUNTER(probes, "Requests that probed the primary while a fallback was in use.")             \
+  COUNTER(probe_failures, "Probes of the primary that failed (the fallback stayed).")          \
+  GAUGE(endpoint_in_use, "Index of the endpoint the last request went to (0: the primary).")   \
   GAUGE(last_ack_time_ms, "Wall-clock time of the last acknowledged chunk, ms since the epoch.")
 
 // The driver's counters (Driver::counters()).

@@ -99,12 +99,26 @@ enum class TransportError {
   kTimeout,   // connect, read or write timed out
   kIo,        // the connection broke while sending or receiving
   kTls,       // TLS handshake or certificate/host verification failed
-  kAborted,   // Abort() was called
+  kAborted,   // Abort() was called (and nothing else: @ref LLP 0014#only-close-aborts)
   kProtocol,  // the peer sent something that is not HTTP
   // more than 64 KiB of response heads (1xx included); @ref LLP 0023#response-heads
   kHeadersTooLarge,
 };
 [[nodiscard]] std::string_view to_string(TransportError e);
+
+// Where on the wire a request failed, for an operator behind a middlebox: a reset in
+// the head, while the body waits for 100 Continue, mid-body, or before or inside the
+// response tell different stories (a proxy restarting, a front refusing Expect, a
+// server that died while answering). @ref LLP 0014#transport-phases
+enum class WirePhase {
+  kConnect,        // opening the TCP (and TLS) connection
+  kHead,           // writing the request line and headers
+  kAwaitContinue,  // head written with "Expect: 100-continue", waiting for the answer
+  kBody,           // writing the request body
+  kResponseHead,   // waiting for or reading the response's status line and headers
+  kResponseBody,   // reading the response body
+};
+[[nodiscard]] std::string_view to_string(WirePhase p);
 
 // Percent-encodes everything but RFC 3986 unreserved characters, for a query value.
 [[nodiscard]] std::string PercentEncode(std::string_view text);
@@ -130,17 +144,28 @@ struct TransportResult {
   // The server answered before 100 Continue, so the body was never sent
   // (TransportOptions::expect_continue_bytes).
   bool body_withheld = false;
+  // The request's head carried "Expect: 100-continue" (a 417 to it means: repeat the
+  // request without the expectation, RFC 9110 §10.1.1).
+  bool expect_sent = false;
+  // Where the request failed (meaningful when error != kNone).
+  WirePhase phase = WirePhase::kConnect;
 };
 
 // Per-request limits from the caller.
 struct PostLimits {
   // Time the caller has left for this attempt (its inline budget); caps both deadlines.
   std::optional<std::chrono::milliseconds> time_left{};
+  // Whether this request may carry "Expect: 100-continue" at all (false once the
+  // endpoint answered one with 417). @ref LLP 0017#expect-417
+  bool allow_expect = true;
 };
 
 // A client for one endpoint. Post() is called by one sending thread at a time; Abort()
 // may be called from any thread, any number of times, and is sticky: every later Post()
-// fails with kAborted at once. Response bodies are never buffered past the prefix.
+// fails with kAborted at once. kAborted means Abort() and nothing else: a connection
+// that breaks under a request (reset, EOF, a failed body write) is kIo with the phase
+// it broke in, whatever cpp-httplib calls it. Response bodies are never buffered past
+// the prefix.
 class HttpTransport {
  public:
   // Creates a transport for `url`; returns a kInvalidConfig status naming the field

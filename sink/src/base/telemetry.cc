@@ -94,6 +94,7 @@ JsonObject ToJsonObject(const Event& e) {
   if (e.wait.count() > 0) o.Add("wait_ms", e.wait.count());
   if (!e.wait_source.empty()) o.Add("wait_source", e.wait_source);
   if (!e.retry_after.empty()) o.Add("retry_after", e.retry_after);
+  if (!e.phase.empty()) o.Add("phase", e.phase);
   if (e.begin != 0 || e.end != 0) {
     o.Add("begin", e.begin);
     o.Add("end", e.end);

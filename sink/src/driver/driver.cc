@@ -139,7 +139,10 @@ void Driver::Impl::SpoolError(std::string_view partition, std::string_view reaso
 void Driver::Impl::Run() {
   while (!stop.stop_requested()) {
     const TickReport r = Tick();
-    if (r.aborted) break;
+    // Only Close() ends the loop: a tick that says "aborted" without our stop request
+    // is a broken connection taken for one, and the next tick goes on. @ref LLP
+    // 0014#only-close-aborts
+    if (r.aborted && stop.stop_requested()) break;
     // Every failure path backs off, not only 429/503: a cursor that cannot be saved, a
     // spool error, an auth failure. @ref LLP 0023#backoff-everywhere
     overload.Record(r.throttled || r.respooled > 0 || r.errors > 0, r.chunks_acked > 0);

@@ -87,7 +87,8 @@ milliseconds Attempt::Elapsed() const {
 }
 
 PostLimits Attempt::limits() const {
-  return PostLimits{.time_left = core_.options.backpressure.inline_budget - Elapsed()};
+  return PostLimits{.time_left = core_.options.backpressure.inline_budget - Elapsed(),
+                    .allow_expect = !Entry().expect_off->load(std::memory_order_relaxed)};
 }
 
 // Picks the endpoint of the next attempt: the one in use, or the primary when a probe
@@ -242,9 +243,17 @@ Attempt::Step Attempt::Answered(TransportResult result, std::chrono::microsecond
   } else {
     Add(core_.counters.wire_bytes_sent, request_.wire->size());
   }
+  if (core_.stop.stop_requested()) return Done({.kind = End::Kind::kAborted});
+  if (ExpectationFailed()) {
+    next_ = Next::kChoose;  // not a failed attempt: the same request at once, plainly
+    return Run();
+  }
+  if (last_.error == TransportError::kNone) {
+    reconnects_ = 0;
+    broke_ = false;
+  }
   Answer answer = Describe();
   Verdict verdict = Classify(answer, core_.options.responses);
-  if (core_.stop.stop_requested()) return Done({.kind = End::Kind::kAborted});
   Count(verdict);
   Observe(verdict, round_trip);
   switch (verdict.action) {
@@ -274,24 +283,72 @@ Attempt::Step Attempt::Answered(TransportResult result, std::chrono::microsecond
   return Done({.kind = End::Kind::kVerdict, .verdict = std::move(verdict)});
 }
 
-// Retry in place: same body, same key, after the decided wait, unless a failover moved
-// the chunk to an endpoint not known down (then at once). @ref LLP 0014#retry-in-place
-Attempt::Step Attempt::Retry(const Verdict& v) {
-  const ForwardOptions& o = core_.options;
-  ++attempt_;
+// A 417 to a request that carried "Expect: 100-continue": RFC 9110 §10.1.1 says repeat
+// it without the expectation. The endpoint gets no Expect from any sender from now on
+// (until a reload makes the endpoints anew). Returns whether this answer was one; a 417
+// to a request without Expect is classified as any other status. @ref LLP 0017#expect-417
+bool Attempt::ExpectationFailed() {
+  if (last_.error != TransportError::kNone || last_.response.status != 417 || !last_.expect_sent) {
+    return false;
+  }
+  Add(core_.counters.expect_refusals);
+  const bool first = !Entry().expect_off->exchange(true);
+  core_.counters.expect_off.store(1, std::memory_order_relaxed);
+  if (first) {
+    Emit({.name = events::kForwardExpectOff,
+          .key = request_.key,
+          .status = 417,
+          .reason = "expectation_failed",
+          .message = Entry().name +
+                     " answered Expect: 100-continue with 417: the request goes again without "
+                     "it, and so does every later one to this endpoint until a reload"});
+  }
+  return true;
+}
+
+// The wait before a retry: a reconnect rung while the connection keeps breaking under
+// the chunk, otherwise the Retry-After or the ladder. @ref LLP 0014#reconnect
+WaitDecision Attempt::DecideRetryWait(const Verdict& v) {
+  const BackpressurePolicy& policy = core_.options.backpressure;
   const milliseconds elapsed = Elapsed();
-  const WaitDecision d = DecideWait(o.backpressure, attempt_, v.retry_after, elapsed, core_.random);
-  Emit({.name = events::kForwardBackpressure,
+  if (v.retry_cause != RetryCause::kTransport) {
+    reconnects_ = 0;
+    broke_ = false;
+  } else {
+    // A connect that fails right after a break is the same restart seen from outside.
+    broke_ = broke_ || last_.phase != WirePhase::kConnect;
+    if (broke_ && reconnects_ < policy.reconnect.size()) {
+      return DecideReconnect(policy, reconnects_++, elapsed, core_.random);
+    }
+  }
+  return DecideWait(policy, attempt_ - reconnects_, v.retry_after, elapsed, core_.random);
+}
+
+// Names the retry: a transport error with the phase it broke in, or the refusal.
+void Attempt::EmitRetry(const Verdict& v, const WaitDecision& d) {
+  const bool transport = v.retry_cause == RetryCause::kTransport;
+  Emit({.name = transport ? events::kForwardTransportError : events::kForwardBackpressure,
         .key = request_.key,
         .status = v.status,
         .reason = v.reason,
         .attempt = attempt_,
         .wait = d.wait,
         .wait_source = to_string(d.source),
+        .phase = transport ? to_string(last_.phase) : std::string_view{},
         .retry_after = v.retry_after_raw,
         .begin = request_.range.begin,
         .end = request_.range.end,
         .message = v.message});
+}
+
+// Retry in place: same body, same key, after the decided wait, unless a failover moved
+// the chunk to an endpoint not known down (then at once). @ref LLP 0014#retry-in-place
+Attempt::Step Attempt::Retry(const Verdict& v) {
+  const ForwardOptions& o = core_.options;
+  ++attempt_;
+  const milliseconds elapsed = Elapsed();
+  const WaitDecision d = DecideRetryWait(v);
+  EmitRetry(v, d);
   const MonotonicTime now = core_.time.MonotonicNow();
   // The server's hold applies to every sender, even when this one gives up now:
   // the next partition must not hammer the endpoint. @ref LLP 0021#shared-gate
@@ -374,7 +431,17 @@ void Attempt::Count(const Verdict& v) {
   if (v.action == Action::kStop && v.stop == StopCause::kConfig) Add(c.config_errors);
   if (v.action != Action::kRetryInPlace) return;
   switch (v.retry_cause) {
-    case RetryCause::kTransport: PushBack(c.transport_errors); break;
+    case RetryCause::kTransport:
+      PushBack(c.transport_errors);
+      switch (last_.phase) {
+        case WirePhase::kConnect: Add(c.transport_errors_connect); break;
+        case WirePhase::kHead: Add(c.transport_errors_head); break;
+        case WirePhase::kAwaitContinue: Add(c.transport_errors_await_continue); break;
+        case WirePhase::kBody: Add(c.transport_errors_body); break;
+        case WirePhase::kResponseHead: Add(c.transport_errors_response_head); break;
+        case WirePhase::kResponseBody: Add(c.transport_errors_response_body); break;
+      }
+      break;
     case RetryCause::kServer: PushBack(v.status >= 500 ? c.other_5xx : c.retried_4xx); break;
     case RetryCause::kBackpressure:
       throttled_ = true;

@@ -142,6 +142,9 @@ class Attempt {
   std::optional<Step> Pace();
   Step Post();
   Step Retry(const Verdict& v);
+  WaitDecision DecideRetryWait(const Verdict& v);
+  bool ExpectationFailed();
+  void EmitRetry(const Verdict& v, const WaitDecision& d);
   bool RefreshToken(const Verdict& v);
   HealthDecision ReportHealth(HealthReport::Kind kind, std::chrono::milliseconds wait,
                               const Verdict& v);
@@ -167,6 +170,10 @@ class Attempt {
   bool pushed_back_ = false;  // waited or refused so far (for the observer)
   std::optional<int> status_seen_;
   bool throttled_ = false;
+  // Breaks of the connection under this chunk in a row (reconnect rungs used), and
+  // whether the last transport error was one. @ref LLP 0014#reconnect
+  std::size_t reconnects_ = 0;
+  bool broke_ = false;
   TransportResult last_;  // the last answer; Describe() views into it
   End end_;
 };

@@ -137,14 +137,22 @@ class HeadFilterStream final : public httplib::Stream {
   socket_t socket() const override { return inner_.socket(); }
 
   ssize_t write(const char* ptr, size_t size) override {
-    if (phase_ == Phase::kHead) return WriteHead(ptr, size);
-    if (phase_ == Phase::kAwait && !AwaitContinue()) return -1;
+    if (phase_ == Phase::kHead) {
+      report_.phase = WirePhase::kHead;
+      return WriteHead(ptr, size);
+    }
+    if (phase_ == Phase::kAwait) {
+      report_.phase = WirePhase::kAwaitContinue;
+      if (!AwaitContinue()) return -1;
+    }
     // The answer came first: cpp-httplib is told the body went out, and never sends it.
     if (phase_ == Phase::kWithheld) return static_cast<ssize_t>(size);
+    report_.phase = WirePhase::kBody;
     return inner_.write(ptr, size);
   }
 
   ssize_t read(char* ptr, size_t size) override {
+    if (report_.phase != WirePhase::kResponseBody) report_.phase = WirePhase::kResponseHead;
     while (scanner_.state() == ResponseHeadScanner::State::kReading) {
       char buf[4096];
       const ssize_t n = inner_.read(buf, sizeof buf);
@@ -330,6 +338,7 @@ class PlainClient final : public httplib::ClientImpl {
   bool process_socket(const Socket& socket,
                       std::function<bool(httplib::Stream&)> callback) override {
     report_ = {};
+    report_.phase = WirePhase::kHead;
     return httplib::detail::process_client_socket(
         socket.sock, read_timeout_sec_, read_timeout_usec_, write_timeout_sec_, write_timeout_usec_,
         [&](httplib::Stream& strm) {
@@ -352,6 +361,7 @@ class TlsClient final : public httplib::SSLClient {
   bool process_socket(const Socket& socket,
                       std::function<bool(httplib::Stream&)> callback) override {
     report_ = {};
+    report_.phase = WirePhase::kHead;
     TlsStream tls(socket.sock, socket.ssl, TimeoutMs(read_timeout_sec_, read_timeout_usec_),
                   TimeoutMs(write_timeout_sec_, write_timeout_usec_));
     HeadFilterStream filtered(tls, tls, continue_wait_, report_);

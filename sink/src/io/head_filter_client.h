@@ -13,6 +13,8 @@
 #include <memory>
 #include <string>
 
+#include "fwdsink/transport.h"
+
 namespace fwdsink::internal {
 
 // What the scanner saw on the last request. Written on the sending thread inside
@@ -25,6 +27,9 @@ struct HeadReport {
   // read a body, so the connection must not carry another request: close it.
   bool body_withheld = false;
   bool continue_timed_out = false;  // no answer within the wait: the body went anyway
+  // How far the request got: set to kHead when the connection is handed over, moved on
+  // by the stream's writes and reads. @ref LLP 0014#transport-phases
+  WirePhase phase = WirePhase::kConnect;
 };
 
 // Makes a client for http or https to host:port (the host without brackets), like

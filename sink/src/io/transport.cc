@@ -240,8 +240,12 @@ class HttplibTransport final : public HttpTransport {
     const RequestDeadlines deadlines = DeadlinesFor(start, body.size(), opt_, limits);
     socket_.ClearInterrupt();
     watchdog_.Arm(deadlines.headers, "response headers");
-    httplib::Request req = Head(headers, body.size(), query_param);
+    httplib::Request req = Head(headers, body.size(), query_param, limits.allow_expect);
+    out.expect_sent = req.has_header("Expect");
     SendInPlace(req, body);
+    // The head filter moves it on from the head; a request that fails before it gets
+    // there failed connecting. @ref LLP 0014#transport-phases
+    head_ = {};
 
     HttpResponse& r = out.response;
     const std::size_t prefix_cap = opt_.body_prefix_bytes;
@@ -261,6 +265,7 @@ class HttplibTransport final : public HttpTransport {
 
     req.response_handler = [&](const httplib::Response&) {
       watchdog_.Arm(deadlines.total, "response");  // the headers are in: now the body
+      head_.phase = WirePhase::kResponseBody;
       return true;
     };
 
@@ -280,10 +285,15 @@ class HttplibTransport final : public HttpTransport {
       KeepHeaders(res, r);
       return out;
     }
+    // Only Abort() aborts: the decision is our flag's, never an error code from below.
+    // @ref LLP 0014#only-close-aborts
     if (socket_.aborted()) return Closed();
-    if (late)
-      return Late(*late, (*late == "response" ? deadlines.total : deadlines.headers) - start);
-    return Failed(err);
+    TransportResult failed =
+        late ? Late(*late, (*late == "response" ? deadlines.total : deadlines.headers) - start)
+             : Failed(err);
+    failed.phase = head_.phase;
+    failed.expect_sent = out.expect_sent;
+    return failed;
   }
 
   void Abort() override { socket_.Abort(); }
@@ -292,7 +302,7 @@ class HttplibTransport final : public HttpTransport {
  private:
   // The request's method, path (with `query_param`) and headers, no body yet.
   httplib::Request Head(const HeaderList& headers, std::size_t body_bytes,
-                        std::string_view query_param) const {
+                        std::string_view query_param, bool allow_expect) const {
     httplib::Request req;
     req.method = "POST";
     req.path = ep_.path;
@@ -302,7 +312,8 @@ class HttplibTransport final : public HttpTransport {
     }
     for (const auto& [k, v] : headers) req.headers.emplace(k, v);
     // @ref LLP 0017#expect-continue — a refusal then costs the head, not the body.
-    if (opt_.expect_continue_bytes > 0 && body_bytes >= opt_.expect_continue_bytes) {
+    if (allow_expect && opt_.expect_continue_bytes > 0 &&
+        body_bytes >= opt_.expect_continue_bytes) {
       req.headers.emplace("Expect", "100-continue");
     }
     return req;
@@ -385,7 +396,13 @@ class HttplibTransport final : public HttpTransport {
         }
         break;
       }
-      case httplib::Error::Canceled: out.error = TransportError::kAborted; break;
+      case httplib::Error::Canceled:
+        // What cpp-httplib says when the body's content provider could not write: the
+        // peer reset or closed the connection under the body. Abort() was ruled out by
+        // the caller. @ref LLP 0014#only-close-aborts
+        out.error = TransportError::kIo;
+        out.message = "the connection broke while the request body was written";
+        break;
       default: out.error = TransportError::kProtocol; break;
     }
     out.message = "POST " + ep_.SchemeHostPort() + ep_.path + ": " + out.message;
@@ -412,6 +429,18 @@ std::string_view to_string(TransportError e) {
     case TransportError::kAborted: return "aborted";
     case TransportError::kProtocol: return "protocol";
     case TransportError::kHeadersTooLarge: return "headers_too_large";
+  }
+  return "unknown";
+}
+
+std::string_view to_string(WirePhase p) {
+  switch (p) {
+    case WirePhase::kConnect: return "connect";
+    case WirePhase::kHead: return "head";
+    case WirePhase::kAwaitContinue: return "await_continue";
+    case WirePhase::kBody: return "body";
+    case WirePhase::kResponseHead: return "response_head";
+    case WirePhase::kResponseBody: return "response_body";
   }
   return "unknown";
 }

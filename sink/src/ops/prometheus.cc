@@ -4,6 +4,8 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
+#include <vector>
 
 namespace fwdsink {
 namespace {
@@ -161,7 +163,24 @@ void PrometheusText::Field(std::string_view prefix, const CounterField& field) {
 }
 
 void PrometheusText::CounterList(std::string_view prefix, const CountersSnapshot& s) {
-  ForEachCounter(s, [&](const CounterField& f) { Field(prefix, f); });
+  // transport_errors is one family labelled by phase: its per-phase fields are its
+  // samples (their sum is the JSON's transport_errors). @ref LLP 0014#transport-phases
+  constexpr std::string_view kPhased = "transport_errors";
+  const std::string phased_prefix = std::string(kPhased) + "_";
+  std::vector<CounterField> phases;
+  ForEachCounter(s, [&](const CounterField& f) {
+    if (f.name.starts_with(phased_prefix)) phases.push_back(f);
+  });
+  ForEachCounter(s, [&](const CounterField& f) {
+    if (f.name.starts_with(phased_prefix)) return;
+    if (f.name != kPhased) return Field(prefix, f);
+    const ExportedName e = ExportedNameFor(prefix, f);
+    Family(e.name, "counter", std::string(f.help) + " By the phase the request failed in.");
+    for (const CounterField& p : phases) {
+      Sample(e.name, static_cast<double>(p.value),
+             {{"phase", std::string(p.name.substr(phased_prefix.size()))}});
+    }
+  });
 }
 
 void PrometheusText::CounterList(std::string_view prefix, const DriverCountersSnapshot& s) {
