@@ -21,6 +21,7 @@ PKGS=(
   clang-format                         # the format check in .ci/run (scripts/format.sh)
   time jq strace                       # the benchmark harness (its smoke run is in ctest)
   nginx-light                          # benchmark figure 10 (limit_req); the failover test behind a load balancer (ctest -L lb)
+  haproxy lighttpd caddy               # real fronts before the receiver (ctest -L fronts, LLP 0014#fault-proxy)
   libsystemd-dev                       # sd_notify for the daemon (Type=notify, watchdog)
   python3-prometheus-client            # the /metrics test parses the page with its parser
   clang libfuzzer-14-dev               # the libFuzzer targets (scripts/test.sh --fuzz)

@@ -291,3 +291,58 @@ TEST_CASE("Attempt: a 417 to Expect posts again at once with Expect off for the 
   CHECK(rig.events[0].name == fwdsink::events::kForwardExpectOff);
   CHECK(rig.clock.sleeps().empty());
 }
+
+// A request that was under way (it ran as long as the last reconnect rung) before its
+// connection broke starts the streak afresh; one that breaks at once walks to the ladder
+// (the twin is the test above). @ref LLP 0014#reconnect
+TEST_CASE("Attempt: a break after a long request starts the reconnect streak afresh") {
+  Rig rig;
+  rig.options.backpressure.inline_budget = 300s;
+  Attempt attempt(rig.core, rig.request);
+  REQUIRE(attempt.Start().kind == Kind::kPost);
+  for (int i = 0; i < 5; ++i) {
+    const Attempt::Step s = attempt.Answered(Broken(fwdsink::WirePhase::kBody), 2s);
+    REQUIRE(s.kind == Kind::kWait);
+    CHECK(s.wake_at - rig.now() == 250ms);
+    rig.clock.Advance(250ms);
+    REQUIRE(attempt.Woke(Attempt::Woken::kElapsed).kind == Kind::kPost);
+  }
+  CHECK(rig.counters.transport_errors_body.load() == 5);
+}
+
+// A refused connect after the kept-alive connection was found closed is a front that
+// went away between requests: the reconnect rungs, not the ladder. @ref LLP 0014#reconnect
+TEST_CASE("Attempt: a refused connect after a lost keep-alive connection reconnects soon") {
+  Rig rig;
+  Attempt attempt(rig.core, rig.request);
+  REQUIRE(attempt.Start().kind == Kind::kPost);
+  TransportResult lost = Broken(fwdsink::WirePhase::kConnect, fwdsink::TransportError::kConnect);
+  lost.connection_lost = true;
+  const Attempt::Step s = attempt.Answered(lost, 0us);
+  REQUIRE(s.kind == Kind::kWait);
+  CHECK(s.wake_at - rig.now() == 250ms);
+}
+
+// A refused connect within 5 s of the endpoint's last answer (to any sender) is a front
+// restarting: the reconnect rungs; 5 s later it is an outage: the ladder (the twin).
+TEST_CASE("Attempt: a refused connect soon after the endpoint answered reconnects soon") {
+  Rig rig;
+  rig.options.backpressure.inline_budget = 300s;
+  Attempt first(rig.core, rig.request);
+  REQUIRE(first.Start().kind == Kind::kPost);
+  REQUIRE(first.Answered(Http(200), 0us).kind == Kind::kDone);
+  const TransportResult refused =
+      Broken(fwdsink::WirePhase::kConnect, fwdsink::TransportError::kConnect);
+  rig.clock.Advance(4s);
+  Attempt soon(rig.core, rig.request);
+  REQUIRE(soon.Start().kind == Kind::kPost);
+  const Attempt::Step restart = soon.Answered(refused, 0us);
+  REQUIRE(restart.kind == Kind::kWait);
+  CHECK(restart.wake_at - rig.now() == 250ms);
+  rig.clock.Advance(2s);  // 6 s after the last answer
+  Attempt later(rig.core, rig.request);
+  REQUIRE(later.Start().kind == Kind::kPost);
+  const Attempt::Step outage = later.Answered(refused, 0us);
+  REQUIRE(outage.kind == Kind::kWait);
+  CHECK(outage.wake_at - rig.now() == 30s);
+}

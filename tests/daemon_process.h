@@ -31,6 +31,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -57,11 +58,13 @@ class DaemonProcess {
                 std::vector<std::string> extra_env = {})
       : out_path_(dir / (tag + ".stdout")), err_path_(dir / (tag + ".stderr")) {
     forward_ = !args.empty() && args[0] == "forward";
-    for (std::size_t i = 0; i < args.size(); ++i) {
-      if (args[i] == "--once") once_ = true;
-      if (args[i] == "--spool" && i + 1 < args.size()) spool_ = args[i + 1];
+    for (std::size_t i = 0; i + 1 < args.size(); ++i) {
+      if (args[i] == "--spool") spool_ = args[i + 1];
     }
-    args.insert(args.begin(), FWDSINK_DAEMON_BIN);
+    // TEST_FWDSINK_DAEMON runs another build of the daemon under the same test (an older
+    // one, to see a test red on the code it was written against).
+    const char* other = std::getenv("TEST_FWDSINK_DAEMON");
+    args.insert(args.begin(), other && *other ? other : FWDSINK_DAEMON_BIN);
     std::vector<char*> argv;
     for (auto& a : args) argv.push_back(a.data());
     argv.push_back(nullptr);
@@ -131,12 +134,14 @@ class DaemonProcess {
   // Turns the exit check off for a test that checks an unasked exit itself.
   void ExpectUnaskedExit() { check_exit_ = false; }
 
-  // Partitions left in SPOOL/ready/ (sealed `*.ndjson`, not hidden); 0 without --spool.
-  std::size_t ReadyLeft() const {
-    if (spool_.empty()) return 0;
+  // Partitions left in SPOOL/ready/ (sealed `*.ndjson`, not hidden) of --spool, or of
+  // `spool` when given; 0 when neither is known.
+  std::size_t ReadyLeft(std::filesystem::path spool = {}) const {
+    if (spool.empty()) spool = spool_;
+    if (spool.empty()) return 0;
     std::error_code ec;
     std::size_t n = 0;
-    for (const auto& e : std::filesystem::directory_iterator(spool_ / "ready", ec)) {
+    for (const auto& e : std::filesystem::directory_iterator(spool / "ready", ec)) {
       const std::string name = e.path().filename().string();
       if (!name.starts_with(".") && name.ends_with(".ndjson")) ++n;
     }
@@ -148,13 +153,28 @@ class DaemonProcess {
   std::string err() const { return ReadFile(err_path_); }
 
  private:
+  // The spool of a daemon.start line (its "spool" field), for a run configured by file.
+  static std::filesystem::path SpoolOf(const std::string& line) {
+    const auto at = line.find("\"spool\":\"");
+    if (at == std::string::npos) return {};
+    return line.substr(at + 9, line.find('"', at + 9) - at - 9);
+  }
+
   // A daemon exits 0 only when told to or when it must. @ref LLP 0014#only-close-aborts
   void CheckCleanExit() const {
     if (!forward_ || !check_exit_ || stop_sent_) return;
-    if (!once_) {
+    // Only a run that started forwarding is checked (not --print-config, --help, a bad
+    // flag); its start line says whether it runs once (--once, the config file or the
+    // environment) and which spool.
+    const std::string log = err();
+    const auto start = log.find("\"event\":\"daemon.start\"");
+    if (start == std::string::npos) return;
+    const std::string line = log.substr(start, log.find('\n', start) - start);
+    const bool once = line.find("\"mode\":\"once\"") != std::string::npos;
+    if (!once) {
       FAIL_CHECK("the daemon exited 0 without SIGTERM/SIGINT; its log ends: "
                  << err().substr(err().size() > 2000 ? err().size() - 2000 : 0));
-    } else if (const std::size_t left = ReadyLeft(); left > 0) {
+    } else if (const std::size_t left = ReadyLeft(SpoolOf(line)); left > 0) {
       FAIL_CHECK("--once exited 0 with "
                  << left << " partition(s) left in ready/; its log ends: "
                  << err().substr(err().size() > 2000 ? err().size() - 2000 : 0));
@@ -165,7 +185,6 @@ class DaemonProcess {
   std::filesystem::path err_path_;
   std::filesystem::path spool_;  // --spool's value, if given
   bool forward_ = false;         // the child runs `fwdsink forward`
-  bool once_ = false;            // --once was given
   bool stop_sent_ = false;       // Signal() sent SIGTERM or SIGINT
   bool check_exit_ = true;
   pid_t pid_ = -1;  // > 0 while the child runs and is not yet reaped

@@ -545,6 +545,9 @@ int RunForward(const ForwardConfig& config) {
     }
   }
 
+  // The engine check is a side show: a query to a silent or dripping server must not
+  // hold the exit (issue 38: --once within 1 s of its last delivery).
+  engine_check.Stop();
   notifier.Stopping();
   finished.store(true);
   pthread_kill(signals.native_handle(), kWakeSignal);

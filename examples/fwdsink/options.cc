@@ -449,7 +449,8 @@ Switches take true/false (or 1/0) in the file and the environment.
   78 the server refuses our configuration (unknown table, setting or encoding,
      credentials), or every request of the pass failed the same permanent way (404...)
 exit codes: 64 bad settings (the message names the flag, variable or file:line, and the
-key), 74 spool unusable.
+key), 74 spool unusable, 70 the daemon stopped without a stop request (a bug: never 0,
+so a supervisor restarts it). Without --once only SIGTERM/SIGINT ends it with 0.
 )";
   return out;
 }

@@ -59,7 +59,9 @@ struct BackpressurePolicy {
   // A middlebox that restarts or drops a keep-alive connection is back within a
   // second; an endpoint that cannot be reached at all still meets the ladder at once
   // (a connect that fails without an earlier break uses the ladder). Lengthened only,
-  // by at most a tenth (JitterLonger). Empty: every transport error uses the ladder.
+  // by at most a tenth (JitterLonger). A break of a request that had run at least as
+  // long as the last rung starts the streak afresh (the sender's rule). Empty: every
+  // transport error uses the ladder.
   // Each must be > 0. @ref LLP 0014#reconnect
   std::vector<std::chrono::milliseconds> reconnect = {std::chrono::milliseconds{250},
                                                       std::chrono::seconds{1}};

@@ -36,6 +36,11 @@ struct EndpointEntry {
   // carries the header again until the endpoints are made anew (a reload). Shared by
   // copies of the entry. @ref LLP 0017#expect-417
   std::shared_ptr<std::atomic<bool>> expect_off = std::make_shared<std::atomic<bool>>(false);
+  // When a request to it last got an HTTP answer (monotonic, ms since the clock's epoch;
+  // 0: never): a refused connect soon after is a front restarting, not an outage.
+  // @ref LLP 0014#reconnect
+  std::shared_ptr<std::atomic<std::int64_t>> last_answer_ms =
+      std::make_shared<std::atomic<std::int64_t>>(0);
 };
 
 // The endpoints of one ForwardOptions (url, then fallback_urls, in order), their

@@ -149,6 +149,9 @@ struct TransportResult {
   bool expect_sent = false;
   // Where the request failed (meaningful when error != kNone).
   WirePhase phase = WirePhase::kConnect;
+  // The request found the connection the last one left open closed by the peer (a
+  // front that restarted, an idle timeout), and had to connect anew.
+  bool connection_lost = false;
 };
 
 // Per-request limits from the caller.

@@ -28,6 +28,9 @@ constexpr std::string_view kSecondsSetting = "replicated_deduplication_window_se
 constexpr std::size_t kAnswerBytes = 256 * 1024;
 constexpr std::chrono::milliseconds kQueryConnectTimeout = std::chrono::seconds(2);
 constexpr std::chrono::milliseconds kQueryResponseTimeout = std::chrono::seconds(5);
+// One deadline for the whole of a query, whatever trickles in: a server that drips its
+// answer a byte a second once held `--once` for 47 s (issue 38). @ref LLP 0017#dedup-window
+constexpr std::chrono::milliseconds kQueryDeadline = std::chrono::seconds(5);
 
 // Splits `url` at '?' (and drops a '#fragment').
 std::pair<std::string_view, std::string_view> SplitQuery(std::string_view url) {
@@ -224,7 +227,8 @@ QueryRunner ClickHouseQueryRunner(const ForwardOptions& options, std::stop_token
     std::string body = sql;
     // Abort() is sticky and safe from any thread: a stop mid-query ends it at once.
     const std::stop_callback abort(stop, [&transport] { transport->Abort(); });
-    const TransportResult r = transport->Post(headers, body, "", {});
+    const TransportResult r =
+        transport->Post(headers, body, "", {.time_left = kQueryDeadline, .allow_expect = false});
     if (r.error != TransportError::kNone) {
       transport.reset();  // a fresh connection for the next query
       return {.status = 0, .body = {}, .error = std::string(to_string(r.error)) + ": " + r.message};

@@ -31,7 +31,19 @@ HealthReport::Kind HealthKindFor(const Verdict& v) {
   return HealthReport::Kind::kFailed;
 }
 
+// A refused connect this soon after the endpoint's last answer is taken for a restart
+// of what is in front of it (the reconnect rungs), not an outage (the ladder).
+// @ref LLP 0014#reconnect
+constexpr milliseconds kRecentlyUp{5000};
+
 }  // namespace
+
+std::int64_t Attempt::NowMs() const {
+  // +1: a clock whose epoch is now still says "answered", not "never" (0).
+  return std::chrono::duration_cast<milliseconds>(core_.time.MonotonicNow().time_since_epoch())
+             .count() +
+         1;
+}
 
 Attempt::Attempt(SendCore& core, const Request& request)
     : core_(core), request_(request), first_(core.time.MonotonicNow()), route_(core.route) {}
@@ -237,6 +249,7 @@ Answer Attempt::Describe() const {
 
 Attempt::Step Attempt::Answered(TransportResult result, std::chrono::microseconds round_trip) {
   last_ = std::move(result);
+  last_round_trip_ = std::chrono::duration_cast<milliseconds>(round_trip);
   // Counted once the transport says whether the body went. @ref LLP 0017#expect-continue
   if (last_.body_withheld) {
     Add(core_.counters.bodies_withheld);
@@ -251,6 +264,7 @@ Attempt::Step Attempt::Answered(TransportResult result, std::chrono::microsecond
   if (last_.error == TransportError::kNone) {
     reconnects_ = 0;
     broke_ = false;
+    Entry().last_answer_ms->store(NowMs(), std::memory_order_relaxed);
   }
   Answer answer = Describe();
   Verdict verdict = Classify(answer, core_.options.responses);
@@ -316,7 +330,20 @@ WaitDecision Attempt::DecideRetryWait(const Verdict& v) {
     broke_ = false;
   } else {
     // A connect that fails right after a break is the same restart seen from outside.
-    broke_ = broke_ || last_.phase != WirePhase::kConnect;
+    // So is a refused connect soon after the endpoint last answered anyone: another
+    // sender's connection, or this one's kept-alive one, was there a moment ago.
+    const std::int64_t answered = Entry().last_answer_ms->load(std::memory_order_relaxed);
+    const bool recently_up = answered > 0 && NowMs() - answered < kRecentlyUp.count();
+    const bool broke_now =
+        last_.phase != WirePhase::kConnect || last_.connection_lost || recently_up;
+    broke_ = broke_ || broke_now;
+    // A request that ran at least as long as the longest reconnect wait before its
+    // connection broke was under way, not refused: a front that restarts again and again
+    // under long uploads. It starts the streak afresh instead of walking it to the
+    // ladder; a break that comes at once (a limit that resets every upload) still does.
+    if (broke_now && !policy.reconnect.empty() && last_round_trip_ >= policy.reconnect.back()) {
+      reconnects_ = 0;
+    }
     if (broke_ && reconnects_ < policy.reconnect.size()) {
       return DecideReconnect(policy, reconnects_++, elapsed, core_.random);
     }

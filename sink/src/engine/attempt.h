@@ -145,6 +145,7 @@ class Attempt {
   WaitDecision DecideRetryWait(const Verdict& v);
   bool ExpectationFailed();
   void EmitRetry(const Verdict& v, const WaitDecision& d);
+  [[nodiscard]] std::int64_t NowMs() const;
   bool RefreshToken(const Verdict& v);
   HealthDecision ReportHealth(HealthReport::Kind kind, std::chrono::milliseconds wait,
                               const Verdict& v);
@@ -174,7 +175,8 @@ class Attempt {
   // whether the last transport error was one. @ref LLP 0014#reconnect
   std::size_t reconnects_ = 0;
   bool broke_ = false;
-  TransportResult last_;  // the last answer; Describe() views into it
+  std::chrono::milliseconds last_round_trip_{0};  // of the last post
+  TransportResult last_;                          // the last answer; Describe() views into it
   End end_;
 };
 

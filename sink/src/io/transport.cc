@@ -271,6 +271,7 @@ class HttplibTransport final : public HttpTransport {
 
     httplib::Response res;
     httplib::Error err = httplib::Error::Success;
+    const bool had_connection = client_->is_socket_open();
     const bool ok = client_->send(req, res, err);
     const std::optional<std::string_view> late = watchdog_.Disarm();
     if (late && !ok) client_->stop();  // make sure the abandoned connection is closed
@@ -293,6 +294,9 @@ class HttplibTransport final : public HttpTransport {
              : Failed(err);
     failed.phase = head_.phase;
     failed.expect_sent = out.expect_sent;
+    // A kept-alive connection that cpp-httplib found dead and could not make again: the
+    // peer went away between two requests. @ref LLP 0014#reconnect
+    failed.connection_lost = had_connection && failed.phase == WirePhase::kConnect;
     return failed;
   }
 
