@@ -214,7 +214,8 @@ void Storm(const std::string& tag, const std::vector<std::string>& extra, std::s
   const auto input = SmallPartitions(spool, partitions);
   REQUIRE(CountFiles(spool / "ready") == partitions);
   const auto args = ForwardArgs(spool, central, extra);
-  int landed = 0;  // kills that found the daemon still forwarding
+  int landed = 0;     // kills that found the daemon still forwarding
+  int with_work = 0;  // kills made while ready/ still held partitions
   for (int i = 0; i < kills; ++i) {
     CAPTURE(i);
     const auto before = central.Stats()["accepted_chunks"].get<std::size_t>();
@@ -233,14 +234,21 @@ void Storm(const std::string& tag, const std::vector<std::string>& extra, std::s
         break;
       default: std::this_thread::sleep_for(std::chrono::milliseconds(20 + (i * 37) % 180));
     }
+    // Whether this kill interrupts work: counted by construction at the kill, not by how
+    // much the machine happened to drain before the storm ended (issue 38 item 7: under
+    // -j2 the spool was sometimes drained by the last kill, and a final count of rows
+    // failed 25,000 < 25,000).
+    with_work += CountFiles(spool / "ready") > 0;
     run.Signal(SIGKILL);
     const auto code = run.Wait(kRunTimeout);
     REQUIRE(code.has_value());
     landed += *code == 128 + SIGKILL;
   }
   CHECK(landed >= 20);
-  // Packs: the kills left work to do (one request per partition may drain meanwhile).
-  if (work_left) CHECK(central.received_rows().size() < input.size());
+  MESSAGE(tag << ": " << with_work << " of " << kills << " kills left partitions in ready/");
+  // Packs: the kills hit a spool with work left (the first ones always do: they wait for
+  // one accepted request of ~230 KB at 20 kB/s).
+  if (work_left) CHECK(with_work >= kills / 4);
   Finish(dir, args);
   // Packs: far fewer requests than partitions; packing off: at least one each.
   const auto requests = central.Stats()["requests"].get<std::size_t>();
