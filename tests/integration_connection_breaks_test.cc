@@ -37,11 +37,7 @@ constexpr std::size_t kBig = 200 * 1024;  // over the default Expect threshold o
 constexpr std::size_t kHuge = 16 * 1024 * 1024;
 
 std::unique_ptr<HttpTransport> Make(const std::string& url, TransportOptions o = {}) {
-  o.connect_timeout = 2s;
-  o.read_timeout = 10s;
-  auto t = HttpTransport::Create(url, o);
-  REQUIRE_MESSAGE(t.ok(), t.status().ToString());
-  return std::move(*t);
+  return fwdsink::test::MakeTransport(url, std::move(o));
 }
 
 std::string Rows(std::size_t bytes) {

@@ -45,11 +45,7 @@ constexpr std::size_t kSmall = 1024;
 constexpr auto kContinueWait = 1s;  // the transport's wait for 100 Continue
 
 std::unique_ptr<HttpTransport> Make(const std::string& url, TransportOptions o = {}) {
-  o.connect_timeout = 2s;
-  o.read_timeout = 10s;
-  auto t = HttpTransport::Create(url, o);
-  REQUIRE_MESSAGE(t.ok(), t.status().ToString());
-  return std::move(*t);
+  return fwdsink::test::MakeTransport(url, std::move(o));
 }
 
 // Posts `bytes` (a multiple of 1 KiB) of valid rows, 1 KiB each.

@@ -195,14 +195,15 @@ class SinkRun {
   std::unique_ptr<fwdsink::ForwardSink> sink_;
 };
 
-// Polls `done` every kPollStep until it returns true or `timeout` passes; returns
-// whether it became true.
+// Polls `done` every `step` (kPollStep: a condition that costs a file read wants more)
+// until it returns true or `timeout` passes; returns whether it became true.
 template <typename Pred>
-bool WaitFor(Pred done, std::chrono::milliseconds timeout = kPollTimeout) {
+bool WaitFor(Pred done, std::chrono::milliseconds timeout = kPollTimeout,
+             std::chrono::milliseconds step = kPollStep) {
   const auto deadline = std::chrono::steady_clock::now() + timeout;
   while (std::chrono::steady_clock::now() < deadline) {
     if (done()) return true;
-    std::this_thread::sleep_for(kPollStep);
+    std::this_thread::sleep_for(step);
   }
   return done();
 }

@@ -24,6 +24,7 @@
 #include <thread>
 #include <vector>
 
+#include "fwdsink/transport.h"
 #include "it_support.h"
 
 namespace fwdsink::test {
@@ -235,5 +236,15 @@ class RawServer {
   std::vector<Seen> seen_;  // guarded by mu_
   std::thread thread_;
 };
+
+// A transport to `url` with short connect and read timeouts for the raw servers.
+inline std::unique_ptr<HttpTransport> MakeTransport(const std::string& url,
+                                                    TransportOptions o = {}) {
+  o.connect_timeout = 2s;
+  o.read_timeout = 10s;
+  auto t = HttpTransport::Create(url, o);
+  REQUIRE_MESSAGE(t.ok(), t.status().ToString());
+  return std::move(*t);
+}
 
 }  // namespace fwdsink::test

@@ -30,6 +30,24 @@ double ClampUnit(double u) {
 
 constexpr milliseconds kMaxLengthening{1000};
 
+// Caps a decided wait at max_wait (never below kMinWait) and checks it against the
+// budget before it is taken. @ref LLP 0002#budget-before-sleep
+WaitDecision CapAndBudget(const BackpressurePolicy& policy, milliseconds elapsed, WaitDecision d) {
+  if (d.wait > policy.max_wait) {
+    d.wait = policy.max_wait;
+    d.capped = true;
+  }
+  d.wait = std::max(d.wait, kMinWait);
+  if (elapsed < milliseconds::zero()) {
+    d.give_up = true;
+    d.reason = GiveUpReason::kInvalidElapsed;
+  } else if (SaturatingAdd(elapsed, d.wait) > policy.inline_budget) {
+    d.give_up = true;
+    d.reason = GiveUpReason::kBudgetExhausted;
+  }
+  return d;
+}
+
 }  // namespace
 
 milliseconds JitterLonger(milliseconds wait, double jitter, const UniformRandom& random) {
@@ -114,41 +132,14 @@ WaitDecision DecideWait(const BackpressurePolicy& policy, std::size_t attempt,
     d.wait = policy.ladder[d.rung];
     if (jitter) d.wait = JitterSpread(d.wait, policy.jitter, random);
   }
-  if (d.wait > policy.max_wait) {
-    d.wait = policy.max_wait;
-    d.capped = true;
-  }
-  d.wait = std::max(d.wait, kMinWait);
-
-  // @ref LLP 0002#budget-before-sleep
-  if (elapsed < milliseconds::zero()) {
-    d.give_up = true;
-    d.reason = GiveUpReason::kInvalidElapsed;
-  } else if (SaturatingAdd(elapsed, d.wait) > policy.inline_budget) {
-    d.give_up = true;
-    d.reason = GiveUpReason::kBudgetExhausted;
-  }
-  return d;
+  return CapAndBudget(policy, elapsed, d);
 }
 
 WaitDecision DecideReconnect(const BackpressurePolicy& policy, std::size_t n, milliseconds elapsed,
                              const UniformRandom& random) {
   WaitDecision d{.source = WaitSource::kReconnect, .rung = n};
-  const milliseconds rung = policy.reconnect.at(n);
-  d.wait = std::max(JitterLonger(rung, policy.jitter, random), kMinWait);
-  if (d.wait > policy.max_wait) {
-    d.wait = policy.max_wait;
-    d.capped = true;
-  }
-  // @ref LLP 0002#budget-before-sleep
-  if (elapsed < milliseconds::zero()) {
-    d.give_up = true;
-    d.reason = GiveUpReason::kInvalidElapsed;
-  } else if (SaturatingAdd(elapsed, d.wait) > policy.inline_budget) {
-    d.give_up = true;
-    d.reason = GiveUpReason::kBudgetExhausted;
-  }
-  return d;
+  d.wait = JitterLonger(policy.reconnect.at(n), policy.jitter, random);
+  return CapAndBudget(policy, elapsed, d);
 }
 
 }  // namespace fwdsink

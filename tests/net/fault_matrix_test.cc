@@ -109,17 +109,6 @@ std::vector<std::string> DaemonArgs(const fs::path& spool, const std::string& ur
           "0.2", "--log-json"};
 }
 
-// Polls `done` every 50 ms (the receiver's rows are a file read) until `timeout`.
-template <typename Pred>
-bool Poll(Pred done, std::chrono::milliseconds timeout) {
-  const auto until = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < until) {
-    if (done()) return true;
-    std::this_thread::sleep_for(50ms);
-  }
-  return done();
-}
-
 // One case of the matrix on a running receiver and proxy.
 void RunCase(const std::string& toxic, const Variant& v, CentralProcess& central,
              FaultProxyProcess& proxy, const fs::path& dir) {
@@ -140,9 +129,9 @@ void RunCase(const std::string& toxic, const Variant& v, CentralProcess& central
   REQUIRE(daemon.started());
   // Delivered: every row at the receiver, and the daemon knows it (ready/ is empty; a
   // receiver stores a request before its answer can break).
-  const bool delivered =
-      Poll([&] { return Stored(central, id).size() == input.size() && daemon.ReadyLeft() == 0; },
-           kDeliver);
+  const bool delivered = fwdsink::test::WaitFor(
+      [&] { return Stored(central, id).size() == input.size() && daemon.ReadyLeft() == 0; },
+      kDeliver, 50ms);
   CHECK_MESSAGE(delivered, daemon.err().substr(0, 4000));
   // Still running: nothing but our signal may stop it.
   CHECK_FALSE(daemon.Wait(0ms).has_value());
@@ -246,9 +235,9 @@ TEST_CASE("net: soak, the front restarted every 0.5-2 s for 30 s") {
   }
   MESSAGE("front restarts: " << restarts);
   REQUIRE(proxy.Command("rate 0") == "ok");  // the soak is over: let the rest through
-  const bool delivered = Poll(
+  const bool delivered = fwdsink::test::WaitFor(
       [&] { return Stored(central, "soak").size() == input.size() && daemon.ReadyLeft() == 0; },
-      150s);
+      150s, 50ms);
   CHECK_MESSAGE(delivered, daemon.err().substr(0, 4000));
   CHECK_FALSE(daemon.Wait(0ms).has_value());
   int twice = 0;

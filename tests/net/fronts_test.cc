@@ -245,16 +245,6 @@ std::size_t StoredOnce(const CentralProcess& central, std::size_t* twice) {
   return seen.size();
 }
 
-template <typename Pred>
-bool Poll(Pred done, std::chrono::milliseconds timeout) {
-  const auto until = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < until) {
-    if (done()) return true;
-    std::this_thread::sleep_for(100ms);
-  }
-  return done();
-}
-
 // The daemon with its defaults through `front`, the receiver throttling behind it;
 // `kills` times the front is SIGKILLed and restarted mid-upload.
 void Run(const Front& front, int kills) {
@@ -283,13 +273,16 @@ void Run(const Front& front, int kills) {
   for (int k = 1; k <= kills; ++k) {
     // Mid-upload: a share of the rows is in, the rest is not.
     const std::size_t at = rows.size() * static_cast<std::size_t>(k) / (kills + 2);
-    REQUIRE_MESSAGE(Poll([&] { return StoredOnce(central, &twice) >= at; }, 60s), daemon.err());
+    REQUIRE_MESSAGE(
+        fwdsink::test::WaitFor([&] { return StoredOnce(central, &twice) >= at; }, 60s, 100ms),
+        daemon.err());
     proxy.Kill(SIGKILL);
     REQUIRE_MESSAGE(proxy.Start(), proxy.output());
     CHECK_FALSE(daemon.Wait(0ms).has_value());
   }
-  const bool all = Poll(
-      [&] { return StoredOnce(central, &twice) == rows.size() && daemon.ReadyLeft() == 0; }, 120s);
+  const bool all = fwdsink::test::WaitFor(
+      [&] { return StoredOnce(central, &twice) == rows.size() && daemon.ReadyLeft() == 0; }, 120s,
+      100ms);
   CHECK_MESSAGE(all,
                 daemon.err().substr(daemon.err().size() > 4000 ? daemon.err().size() - 4000 : 0));
   CHECK(twice == 0);
