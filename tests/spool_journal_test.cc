@@ -61,14 +61,14 @@ std::string Sealed(const std::string& body) {
 
 }  // namespace
 
-TEST_CASE("A v2 record round-trips the offset, the journal and the failure history") {
+TEST_CASE("A v3 record round-trips the offset, the journal, the failure history and the file") {
   Spool spool = OpenWithPartition("roundtrip");
   REQUIRE(spool.RecordFailure(kName, kT1).ok());
   const Ranges journal{Owed(16, 24), Acked(24, 40), Owed(40, 48), Owed(48, 80)};
   REQUIRE(spool.SaveCursor(kName, 16, journal).ok());
   const std::string text = ReadFile(CursorFile(spool));
-  CHECK(text.rfind("fwdsink-cursor v2 offset=16 first_failure_ms=1764498084123 failures=1 "
-                   "ranges=16-24:f,24-40:a,40-48:f,48-80:f crc=",
+  CHECK(text.rfind("fwdsink-cursor v3 offset=16 first_failure_ms=1764498084123 failures=1 "
+                   "ranges=16-24:f,24-40:a,40-48:f,48-80:f file=",
                    0) == 0);
   auto c = spool.LoadCursor(kName);
   CHECK(c.status == CursorStatus::kOk);
@@ -94,7 +94,7 @@ TEST_CASE("A v2 record round-trips the offset, the journal and the failure histo
     CHECK(c.offset == 80);
     CHECK(c.ranges.empty());
     CHECK(c.failures == 1);
-    CHECK(ReadFile(CursorFile(spool)).find(" ranges=- crc=") != std::string::npos);
+    CHECK(ReadFile(CursorFile(spool)).find(" ranges=- file=") != std::string::npos);
   }
 }
 

@@ -6,12 +6,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <string>
 #include <unordered_set>
 #include <vector>
 
 #include "dir_events.h"
+#include "spool/spool_io.h"
 #include "test_files.h"
 
 namespace fs = std::filesystem;
@@ -101,7 +104,7 @@ TEST_CASE("Cursor round trip") {
                         [](const std::string& e) { return e.starts_with("moved_from "); }) == 1);
     CHECK(FileNames(spool.state_dir()) == std::vector<std::string>{name});
     const std::string text = ReadFile(spool.state_dir() / (std::string(kPartition) + ".cursor"));
-    CHECK(text.rfind("fwdsink-cursor v2 offset=16 ", 0) == 0);
+    CHECK(text.rfind("fwdsink-cursor v3 offset=16 ", 0) == 0);
     CHECK(text.back() == '\n');
   }
 }
@@ -147,12 +150,13 @@ TEST_CASE("A checksummed cursor that does not fit the partition resumes from 0")
   REQUIRE(spool.RecordFailure(kPartition, kT1).ok());
 
   SUBCASE("offset beyond the file size") {
+    // A record that names its file (v3) and a file now shorter than the cursor: the
+    // file was cut below it, and it is neither resumed nor restarted (issue 38).
+    // @ref LLP 0020#file-identity
     REQUIRE(spool.SaveCursor(kPartition, 25).ok());
     const auto c = spool.LoadCursor(kPartition);
-    CHECK(c.status == CursorStatus::kCorrupt);
-    CHECK(c.offset == 0);
-    CHECK(c.message.find("beyond") != std::string::npos);
-    // The checksum held, so the failure history is kept.
+    CHECK(c.status == CursorStatus::kChanged);
+    CHECK(c.message.find("truncated") != std::string::npos);
     CHECK(c.first_failure == kT1);
   }
   SUBCASE("offset not at a line start") {
@@ -325,5 +329,62 @@ TEST_CASE("Invalid partition names are rejected") {
        {std::string(kPartition), std::string("a"), std::string("x.y_z-1"), std::string(200, 'a')}) {
     CAPTURE(good);
     CHECK(fwdsink::ValidatePartitionName(good).ok());
+  }
+}
+
+// A cursor record names the file it belongs to (v3): a partition replaced, rewritten in
+// place or cut below its cursor while the daemon was down is neither resumed (rows past
+// the cursor would never go) nor restarted (rows before it would go twice). The twins:
+// rows appended are the same file, and a v2 record without an identity resumes as
+// before. @ref LLP 0020#file-identity
+TEST_CASE("A cursor of another file under the same name is not resumed") {
+  const fs::path dir = FreshDir(kSuite, "identity");
+  Spool spool = OpenWithPartition(dir);
+  REQUIRE(spool.SaveCursor(kPartition, kSecondLineStart).ok());
+  const fs::path path = spool.PartitionPath(kPartition);
+  REQUIRE(spool.LoadCursor(kPartition).status == CursorStatus::kOk);
+
+  SUBCASE("replaced by another file of the same name and size") {
+    const fs::path other = dir / "other.ndjson";
+    WriteFile(other, "{\"b\":1}\n{\"b\":2}\n{\"b\":3}\n");
+    fs::rename(other, path);  // a new inode under the old name
+    const auto c = spool.LoadCursor(kPartition);
+    CHECK(c.status == CursorStatus::kChanged);
+    CHECK(c.message.find("replaced") != std::string::npos);
+  }
+  SUBCASE("rewritten in place, same size") {
+    std::fstream f(path, std::ios::in | std::ios::out | std::ios::binary);
+    f.seekp(6);
+    f << '9';  // {"a":9} in the first row: same inode, same size
+    f.close();
+    const auto c = spool.LoadCursor(kPartition);
+    CHECK(c.status == CursorStatus::kChanged);
+    CHECK(c.message.find("rewritten") != std::string::npos);
+  }
+  SUBCASE("cut below its cursor") {
+    fs::resize_file(path, 4);
+    const auto c = spool.LoadCursor(kPartition);
+    CHECK(c.status == CursorStatus::kChanged);
+    CHECK(c.message.find("truncated") != std::string::npos);
+  }
+  SUBCASE("twin: rows appended are the same file, resumed at the cursor") {
+    std::ofstream(path, std::ios::app | std::ios::binary) << "{\"a\":4}\n";
+    const auto c = spool.LoadCursor(kPartition);
+    CHECK(c.status == CursorStatus::kOk);
+    CHECK(c.offset == kSecondLineStart);
+  }
+  SUBCASE("twin: a v2 record (no identity) of a replaced file resumes as before") {
+    const fs::path cursor = spool.state_dir() / (std::string(kPartition) + ".cursor");
+    const std::string body = "fwdsink-cursor v2 offset=8 first_failure_ms=- failures=0 ranges=-";
+    char crc[16];
+    std::snprintf(crc, sizeof crc, "%08x", static_cast<unsigned>(fwdsink::spool_io::Crc32(body)));
+    WriteFile(cursor, body + " crc=" + crc + "\n");
+    const fs::path other = dir / "other.ndjson";
+    WriteFile(other, "{\"b\":1}\n{\"b\":2}\n{\"b\":3}\n");
+    fs::rename(other, path);
+    const auto c = spool.LoadCursor(kPartition);
+    CHECK(c.status == CursorStatus::kOk);
+    CHECK(c.offset == kSecondLineStart);
+    CHECK_FALSE(c.identity.has_value());
   }
 }

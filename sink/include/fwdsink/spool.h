@@ -83,6 +83,21 @@ enum class CursorStatus {
   kOk,       // a valid record was read
   kCorrupt,  // torn or invalid record (message says why): resume safely from 0
   kError,    // could not be read (bad name, I/O error, partition gone): skip for now
+  // The record belongs to another file than the one now under the partition's name
+  // (replaced, truncated below the cursor, rewritten; message says which): neither
+  // resumed nor restarted. @ref LLP 0020#file-identity
+  kChanged,
+};
+
+// Which file a cursor record belongs to, taken when its first record is written: the
+// device and inode, and a checksum of the file's first bytes (an append leaves them, a
+// rewrite in place does not). @ref LLP 0020#file-identity
+struct PartitionIdentity {
+  std::uint64_t device = 0;
+  std::uint64_t inode = 0;
+  std::uint64_t head_bytes = 0;  // how many first bytes head_crc covers (<= 4096)
+  std::uint32_t head_crc = 0;    // CRC-32 of them
+  bool operator==(const PartitionIdentity&) const = default;
 };
 
 [[nodiscard]] std::string_view to_string(CursorStatus status) noexcept;
@@ -112,6 +127,9 @@ struct CursorState {
   // next one where the one before ends), every end within the partition. Empty for a
   // v1 record. @ref LLP 0020#cursor-v2
   std::vector<CursorRange> ranges;
+  // The file the record belongs to (v3); absent in a v1 or v2 record, which resumes as
+  // before. @ref LLP 0020#file-identity
+  std::optional<PartitionIdentity> identity;
   CursorStatus status = CursorStatus::kMissing;
   std::string message;  // why, when status is kCorrupt or kError
 };

@@ -205,6 +205,21 @@ std::optional<CursorState> Driver::Impl::StartCursor(const ReadyPartition& p, Ti
     SpoolError(p.name, "cursor_unreadable", cursor.message, &report);
     return std::nullopt;
   }
+  if (cursor.status == CursorStatus::kChanged) {
+    // Another file under the partition's name since its cursor was written: aside, as a
+    // pack member rewritten after its manifest is. @ref LLP 0020#file-identity
+    auto moved = spool.Quarantine({p.name + ".ndjson", "changed", cursor.message});
+    counters.handover_changed.fetch_add(1, std::memory_order_relaxed);
+    report.quarantined += 1;
+    Emit(
+        {.name = events::kDriverHandoverChanged,
+         .partition = p.name,
+         .reason = "changed_while_stopped",
+         .begin = cursor.offset,
+         .message = cursor.message + "; neither resumed nor restarted; " +
+                    (moved ? "moved to " + moved->string() : "kept: " + moved.status().message())});
+    return std::nullopt;
+  }
   if (cursor.status == CursorStatus::kCorrupt) {
     // @ref LLP 0020#corrupt-cursor — resume from 0 with the same keys: a
     // deduplicating receiver stores nothing twice.

@@ -66,8 +66,9 @@ Result<FileReader> FileReader::Open(fs::path path, PreadFn pread_fn) {
 Result<FileInfo> FileReader::Stat() const {
   struct stat st {};
   if (::fstat(fd_.get(), &st) != 0) return IoError("cannot stat", path_, errno);
-  return FileInfo{static_cast<std::uint64_t>(st.st_size), S_ISREG(st.st_mode),
-                  static_cast<std::uint64_t>(st.st_nlink), MtimeNs(st)};
+  return FileInfo{static_cast<std::uint64_t>(st.st_size),  S_ISREG(st.st_mode),
+                  static_cast<std::uint64_t>(st.st_nlink), MtimeNs(st),
+                  static_cast<std::uint64_t>(st.st_dev),   static_cast<std::uint64_t>(st.st_ino)};
 }
 
 Result<std::size_t> FileReader::ReadAt(std::uint64_t offset, char* dst, std::size_t n) const {

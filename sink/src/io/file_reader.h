@@ -63,6 +63,8 @@ struct FileInfo {
   bool regular = false;       // a regular file (not a folder, FIFO, device)
   std::uint64_t links = 1;    // hard links to it
   std::int64_t mtime_ns = 0;  // last modification, ns since the epoch
+  std::uint64_t device = 0;   // st_dev and st_ino: which file this is
+  std::uint64_t inode = 0;
 };
 
 // A file opened read-only for positional reads. Errors name the path. Reads do not

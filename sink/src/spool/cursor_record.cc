@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The cursor record: v1 (offset and failure history) and v2 (the same plus the journal
-// of ranges in flight). Pure: no I/O. @ref LLP 0020#cursor-format @ref LLP 0020#cursor-v2
+// The cursor record: v1 (offset and failure history), v2 (the same plus the journal of
+// ranges in flight) and v3 (the same plus the identity of the file it belongs to). Pure:
+// no I/O. @ref LLP 0020#cursor-format @ref LLP 0020#cursor-v2 @ref LLP 0020#file-identity
 #include <charconv>
 #include <cstdio>
 #include <string>
@@ -15,6 +16,7 @@ namespace {
 
 constexpr std::string_view kMagicV1 = "fwdsink-cursor v1";
 constexpr std::string_view kMagicV2 = "fwdsink-cursor v2";
+constexpr std::string_view kMagicV3 = "fwdsink-cursor v3";
 
 Status Corrupt(std::string message) { return Status(StatusCode::kCorrupt, std::move(message)); }
 
@@ -66,6 +68,28 @@ Status ParseRanges(std::string_view text, std::vector<CursorRange>& out) {
   }
 }
 
+// Parses the value of "file=": "-" (none) or "<device>:<inode>:<head_bytes>:<head_crc>"
+// (the checksum as 8 hex digits).
+bool ParseIdentity(std::string_view text, std::optional<PartitionIdentity>& out) {
+  if (text == "-") return true;
+  PartitionIdentity id;
+  std::string_view parts[4];
+  for (int i = 0; i < 4; ++i) {
+    const std::size_t colon = text.find(':');
+    if ((colon == std::string_view::npos) != (i == 3)) return false;
+    parts[i] = text.substr(0, colon);
+    text.remove_prefix(colon == std::string_view::npos ? text.size() : colon + 1);
+  }
+  if (!ParseInt(parts[0], id.device) || !ParseInt(parts[1], id.inode) ||
+      !ParseInt(parts[2], id.head_bytes) || parts[3].size() != 8 ||
+      std::from_chars(parts[3].data(), parts[3].data() + 8, id.head_crc, 16).ptr !=
+          parts[3].data() + 8) {
+    return false;
+  }
+  out = id;
+  return true;
+}
+
 }  // namespace
 
 Status CheckJournal(std::uint64_t offset, std::span<const CursorRange> ranges) {
@@ -92,7 +116,7 @@ Status CheckJournal(std::uint64_t offset, std::span<const CursorRange> ranges) {
 }
 
 std::string FormatCursorRecord(const CursorState& s) {
-  std::string body(kMagicV2);
+  std::string body(kMagicV3);
   body += " offset=" + std::to_string(s.offset);
   body += " first_failure_ms=";
   body += s.first_failure ? std::to_string(spool_io::ToUnixMs(*s.first_failure)) : "-";
@@ -103,6 +127,15 @@ std::string FormatCursorRecord(const CursorState& s) {
     if (i > 0) body += ',';
     body += std::to_string(s.ranges[i].begin) + "-" + std::to_string(s.ranges[i].end);
     body += s.ranges[i].acked ? ":a" : ":f";
+  }
+  body += " file=";
+  if (s.identity) {
+    char head_crc[16];
+    std::snprintf(head_crc, sizeof head_crc, "%08x", static_cast<unsigned>(s.identity->head_crc));
+    body += std::to_string(s.identity->device) + ":" + std::to_string(s.identity->inode) + ":" +
+            std::to_string(s.identity->head_bytes) + ":" + head_crc;
+  } else {
+    body += "-";
   }
   char crc[16];
   std::snprintf(crc, sizeof crc, "%08x", static_cast<unsigned>(spool_io::Crc32(body)));
@@ -128,11 +161,13 @@ Status ParseCursorRecord(std::string_view text, CursorState& out) {
   if (crc != spool_io::Crc32(body)) return Corrupt("cursor checksum mismatch");
 
   std::string_view rest = body;
-  bool v2 = false;
-  if (rest.substr(0, kMagicV2.size()) == kMagicV2) {
-    v2 = true;
+  int version = 1;
+  if (rest.substr(0, kMagicV3.size()) == kMagicV3) {
+    version = 3;
+  } else if (rest.substr(0, kMagicV2.size()) == kMagicV2) {
+    version = 2;
   } else if (rest.substr(0, kMagicV1.size()) != kMagicV1) {
-    return Corrupt("not a fwdsink-cursor v1 or v2 record");
+    return Corrupt("not a fwdsink-cursor v1, v2 or v3 record");
   }
   if (rest.substr(kMagicV1.size(), 1) != " ") return Corrupt("not a fwdsink-cursor record");
   rest.remove_prefix(kMagicV1.size() + 1);
@@ -151,16 +186,23 @@ Status ParseCursorRecord(std::string_view text, CursorState& out) {
   if (!TakeField(rest, "failures", failures_text) || !ParseInt(failures_text, parsed.failures)) {
     return Corrupt("cursor failures missing or invalid");
   }
-  if (v2) {
+  if (version >= 2) {
     if (!TakeField(rest, "ranges", ranges_text)) return Corrupt("cursor ranges missing");
     if (Status st = ParseRanges(ranges_text, parsed.ranges); !st.ok()) return st;
     if (Status st = CheckJournal(parsed.offset, parsed.ranges); !st.ok()) return st;
+  }
+  if (version >= 3) {
+    std::string_view file_text;
+    if (!TakeField(rest, "file", file_text) || !ParseIdentity(file_text, parsed.identity)) {
+      return Corrupt("cursor file identity missing or invalid");
+    }
   }
   if (!rest.empty()) return Corrupt("cursor record has trailing fields");
   out.offset = parsed.offset;
   out.first_failure = parsed.first_failure;
   out.failures = parsed.failures;
   out.ranges = std::move(parsed.ranges);
+  out.identity = parsed.identity;
   return OkStatus();
 }
 

@@ -34,6 +34,50 @@ bool NameChar(char c) {
 // start (a journal's last end may be the file's end). Returns OK, kCorrupt when the
 // record is wrong for this partition, or kIo/kNotFound when the partition cannot be
 // read (the message names it). @ref LLP 0020#cursor-v2
+// The first bytes an identity's checksum covers. @ref LLP 0020#file-identity
+constexpr std::uint64_t kIdentityHeadBytes = 4096;
+
+// Which file `partition` is now: its device and inode, and the checksum of its first
+// `head_bytes` bytes (all it has, up to kIdentityHeadBytes, when 0).
+Result<PartitionIdentity> IdentityOf(const fs::path& partition, std::uint64_t head_bytes = 0) {
+  Result<internal::FileReader> file = internal::FileReader::Open(partition);
+  if (!file.ok()) return std::move(file).status();
+  Result<internal::FileInfo> info = file->Stat();
+  if (!info.ok()) return std::move(info).status();
+  PartitionIdentity id{.device = info->device, .inode = info->inode};
+  id.head_bytes = head_bytes > 0 ? head_bytes : std::min(info->size, kIdentityHeadBytes);
+  if (info->size < id.head_bytes) {
+    id.head_bytes = info->size;  // shorter than it was: the checksum cannot match
+    return id;
+  }
+  std::string head(static_cast<std::size_t>(id.head_bytes), '\0');
+  Result<std::size_t> got = file->ReadAt(0, head.data(), head.size());
+  if (!got.ok()) return std::move(got).status();
+  head.resize(*got);
+  id.head_crc = spool_io::Crc32(head);
+  return id;
+}
+
+// Says what changed between the file a record belongs to and the one there now; empty
+// when it is the same file (an append is the same file). @ref LLP 0020#file-identity
+std::string WhatChanged(const PartitionIdentity& was, const PartitionIdentity& now,
+                        std::uint64_t offset, std::uint64_t size) {
+  if (was.device != now.device || was.inode != now.inode) {
+    return "replaced: another file under the same name (device:inode " +
+           std::to_string(was.device) + ":" + std::to_string(was.inode) + " then, " +
+           std::to_string(now.device) + ":" + std::to_string(now.inode) + " now)";
+  }
+  if (size < offset || now.head_bytes < was.head_bytes) {
+    return "truncated: " + std::to_string(size) + " bytes now, the cursor is at " +
+           std::to_string(offset);
+  }
+  if (now.head_crc != was.head_crc) {
+    return "rewritten: its first " + std::to_string(was.head_bytes) +
+           " bytes are not the ones sent";
+  }
+  return {};
+}
+
 Status CheckOffsetAgainst(const fs::path& partition, std::uint64_t offset,
                           const std::vector<CursorRange>& ranges) {
   Result<internal::FileReader> file = internal::FileReader::Open(partition);
@@ -82,6 +126,7 @@ std::string_view to_string(CursorStatus status) noexcept {
     case CursorStatus::kOk: return "ok";
     case CursorStatus::kCorrupt: return "corrupt";
     case CursorStatus::kError: return "error";
+    case CursorStatus::kChanged: return "changed";
   }
   return "unknown";
 }
@@ -348,6 +393,20 @@ CursorState Spool::LoadCursor(std::string_view name) const {
     state.message = path.string() + ": " + why.message();
     return state;
   }
+  if (parsed.identity) {
+    // A record of another file is neither resumed (its rows past the cursor would be
+    // skipped) nor restarted (its rows before it would go twice). @ref LLP 0020#file-identity
+    Result<PartitionIdentity> now = IdentityOf(PartitionPath(name), parsed.identity->head_bytes);
+    Result<FileState> file = PartitionState(name);
+    if (now.ok() && file.ok()) {
+      std::string changed = WhatChanged(*parsed.identity, *now, parsed.offset, file->size);
+      if (!changed.empty()) {
+        parsed.status = CursorStatus::kChanged;
+        parsed.message = "partition " + std::string(name) + " " + changed;
+        return parsed;
+      }
+    }
+  }
   if (Status why = CheckOffsetAgainst(PartitionPath(name), parsed.offset, parsed.ranges);
       !why.ok()) {
     if (why.code() != StatusCode::kCorrupt) {
@@ -376,6 +435,14 @@ Status Spool::UpdateCursor(std::string_view name, const std::function<void(Curso
     (void)internal::ParseCursorRecord(text.value(), state);
   }
   change(state);
+  // The first record names the file it belongs to; later ones keep it. A partition that
+  // is not there (or not readable) gets none, and is checked as before.
+  // @ref LLP 0020#file-identity
+  if (!state.identity) {
+    if (Result<PartitionIdentity> id = IdentityOf(PartitionPath(name)); id.ok()) {
+      state.identity = *id;
+    }
+  }
   // @ref LLP 0020#atomic-writes
   return spool_io::WriteFileAtomic(CursorPath(name), internal::FormatCursorRecord(state));
 }
