@@ -405,7 +405,7 @@ class HttplibTransport final : public HttpTransport {
         // peer reset or closed the connection under the body. Abort() was ruled out by
         // the caller. @ref LLP 0014#only-close-aborts
         out.error = TransportError::kIo;
-        out.message = "the connection broke while the request body was written";
+        out.message = "the connection broke under the request";
         break;
       default: out.error = TransportError::kProtocol; break;
     }
