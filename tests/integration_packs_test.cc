@@ -270,3 +270,39 @@ TEST_CASE("The same storm with --pack-below 0 (300 partitions): every row exactl
   Storm("packs_storm_off", {"--chunk-bytes", "64k", "--pack-below", "0"}, kTwinPartitions, 20,
         false);
 }
+
+// A torn member (its last line without '\n') is taken out of its pack and sent alone in
+// the same pass: its whole lines are delivered, its tail goes to dead/, and `--once`
+// says 65 now, not on the next run (issue 38 item 5). The twin: a pack of sound members
+// exits 0 with ready/ empty. @ref LLP 0027#changed
+TEST_CASE("A torn pack member is handled in the pass that found it") {
+  for (const bool torn : {true, false}) {
+    CAPTURE(torn);
+    const fs::path dir = CentralProcess::ScratchDir(torn ? "packs_torn" : "packs_sound");
+    const fs::path spool = dir / "spool";
+    auto input = SmallPartitions(spool, 10);
+    if (torn) {
+      // The fourth partition loses the newline of its last row: 4 whole rows and a tail.
+      const fs::path p = spool / "ready" / "20260101T000000.000Z-1-00000004.ndjson";
+      fs::resize_file(p, fs::file_size(p) - 1);
+      input.erase(input.begin() + 3 * 5 + 4);
+    }
+    CentralProcess central(dir / "central");
+    REQUIRE(central.Start());
+    DaemonProcess once(dir, "once", [&] {
+      auto a = ForwardArgs(spool, central, {"--chunk-bytes", "64k"});
+      a.push_back("--once");
+      return a;
+    }());
+    REQUIRE(once.started());
+    const auto code = once.Wait(kRunTimeout);
+    CHECK(code == std::optional<int>(torn ? 65 : 0));
+    CHECK(CountFiles(spool / "ready", ".ndjson") == 0);  // nothing left for a next run
+    // The torn tail as a dead letter (its rows and its record), nothing else.
+    CHECK(CountFiles(spool / "dead", ".ndjson") == (torn ? 1u : 0u));
+    std::map<std::string, int> stored;
+    for (const auto& r : central.received_rows()) stored[r] += 1;
+    CHECK(stored.size() == input.size());
+    for (const auto& row : input) CHECK(stored[row] == 1);
+  }
+}

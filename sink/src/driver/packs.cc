@@ -244,8 +244,17 @@ bool Driver::Impl::RunPack(Lane& lane, PackManifest m, TickReport& report) {
     const ForwardResult& r = sent.result;
     AddAcked(report, r);
     if (sent.bad_member) {
+      const ManifestMember bad = m.members[*sent.bad_member];
       auto rest = ResolvePack(m, *sent.bad_member, sent.bad_reason, report);
       if (!rest) return false;
+      if (sent.bad_reason == "torn" || sent.bad_reason == "grew") {
+        // Alone in this pass, not the next: a torn member's whole lines go now and its
+        // tail to dead/, so `--once` says 65 in the pass that found it (issue 38).
+        // @ref LLP 0027#changed
+        report.partitions -= std::min<std::uint64_t>(report.partitions, 1);
+        ForwardOne(lane, Alone(spool, bad), report);
+        if (stop_tick.load()) return false;
+      }
       if (rest->members.empty()) return true;
       m = std::move(*rest);
       continue;
