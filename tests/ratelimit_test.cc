@@ -193,3 +193,26 @@ TEST_CASE("QuotaIntegerIsStrict") {
   CHECK_FALSE(fwdsink::ParseQuotaInteger("").has_value());
   CHECK(fwdsink::ParseQuotaInteger("123456789012345678901234567890") == fwdsink::kQuotaSaturation);
 }
+
+// A remaining count above the limit is clamped to it: 1,000 left of 10 a second is 10
+// a second, not 1,000 (issue 38 item 6). The twin: a count within the limit is kept.
+// @ref LLP 0023#rate-limit-remaining
+TEST_CASE("ARemainingCountAboveTheLimitIsClampedToIt") {
+  const auto q = ParseAdvertisedQuota(
+      RateLimitFields{.x_limit = "10", .x_remaining = "1000", .x_reset = "1"}, kNow);
+  REQUIRE(q.has_value());
+  CHECK(q->remaining == 10u);
+  REQUIRE(q->rate_per_s.has_value());
+  CHECK(*q->rate_per_s == doctest::Approx(10.0));
+  const auto policy = ParseAdvertisedQuota(
+      RateLimitFields{.policy = "\"q\";q=10;w=1", .ratelimit = "\"q\";r=1000;t=1"}, kNow);
+  REQUIRE(policy.has_value());
+  CHECK(policy->remaining == 10u);
+  SUBCASE("twin: a count within the limit is the count") {
+    const auto within = ParseAdvertisedQuota(
+        RateLimitFields{.x_limit = "10", .x_remaining = "4", .x_reset = "1"}, kNow);
+    REQUIRE(within.has_value());
+    CHECK(within->remaining == 4u);
+    CHECK(*within->rate_per_s == doctest::Approx(4.0));
+  }
+}

@@ -160,6 +160,10 @@ std::optional<AdvertisedQuota> FromTriple(std::optional<std::string_view> limit,
   if (remaining) q.remaining = ParseQuotaInteger(*remaining);
   if (reset) q.reset = ParseQuotaReset(*reset, now);
   if (l && *l > 0) q.burst = l;
+  // A count above the limit is no count a server can mean: the limit caps it (issue 38:
+  // Remaining 1000 against a limit of 10 per second paced nothing). @ref LLP
+  // 0023#rate-limit-remaining
+  if (q.remaining && q.burst) q.remaining = std::min(*q.remaining, *q.burst);
   if (!q.remaining || !q.reset) return q.burst ? std::optional(q) : std::nullopt;
   // What is left, spread over the time to the reset, never faster than the whole
   // limit per window would allow and never zero: a window is at least one second.
@@ -231,6 +235,11 @@ std::vector<QuotaState> ParseRateLimitField(std::string_view value) {
 
 std::optional<AdvertisedQuota> ParseAdvertisedQuota(const RateLimitFields& f,
                                                     std::chrono::system_clock::time_point now) {
+  auto clamped = [](std::optional<AdvertisedQuota> q) {
+    // Never more left than the quota's burst. @ref LLP 0023#rate-limit-remaining
+    if (q && q->remaining && q->burst) q->remaining = std::min(*q->remaining, *q->burst);
+    return q;
+  };
   if (f.policy) {
     const auto states = f.ratelimit ? ParseRateLimitField(*f.ratelimit) : std::vector<QuotaState>{};
     auto q = FromPolicies(ParseRateLimitPolicy(*f.policy), states);
@@ -239,7 +248,7 @@ std::optional<AdvertisedQuota> ParseAdvertisedQuota(const RateLimitFields& f,
       q->remaining = ParseQuotaInteger(*f.remaining);
       if (f.reset) q->reset = ParseQuotaReset(*f.reset, now);
     }
-    if (q) return q;
+    if (q) return clamped(q);
   }
   if (f.limit || f.remaining) {
     if (auto q = FromTriple(f.limit, f.remaining, f.reset, now)) return q;
