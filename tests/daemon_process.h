@@ -13,10 +13,11 @@
 // the same DIR overwrites that tag's output files.
 //
 // Every test checks for free that a daemon exits only when told to or when it must
-// (@ref LLP 0014#only-close-aborts): when Wait() reaps an exit 0 of `fwdsink forward`, one without
-// --once must have been sent SIGTERM or SIGINT through Signal(), and a --once run that
-// was not signalled must have left nothing in SPOOL/ready/. A test that means to see a
-// daemon stop unasked says so with ExpectUnaskedExit().
+// (@ref LLP 0014#only-close-aborts): when Wait() reaps an exit 0 of `fwdsink forward`
+// that started forwarding, one not run once must have been sent SIGTERM or SIGINT
+// through Signal(), and a run-once (--once, the config file or the environment) that
+// was not signalled must have left nothing in SPOOL/ready/. TEST_FWDSINK_DAEMON=BIN runs
+// another build of the daemon under the same tests.
 //
 // Threading: one test thread owns a DaemonProcess; out() and err() only read files, so
 // they may be polled while the child runs.
@@ -131,9 +132,6 @@ class DaemonProcess {
     if (pid_ > 0) ::kill(pid_, sig);
   }
 
-  // Turns the exit check off for a test that checks an unasked exit itself.
-  void ExpectUnaskedExit() { check_exit_ = false; }
-
   // Partitions left in SPOOL/ready/ (sealed `*.ndjson`, not hidden) of --spool, or of
   // `spool` when given; 0 when neither is known.
   std::size_t ReadyLeft(std::filesystem::path spool = {}) const {
@@ -162,7 +160,7 @@ class DaemonProcess {
 
   // A daemon exits 0 only when told to or when it must. @ref LLP 0014#only-close-aborts
   void CheckCleanExit() const {
-    if (!forward_ || !check_exit_ || stop_sent_) return;
+    if (!forward_ || stop_sent_) return;
     // Only a run that started forwarding is checked (not --print-config, --help, a bad
     // flag); its start line says whether it runs once (--once, the config file or the
     // environment) and which spool.
@@ -186,8 +184,7 @@ class DaemonProcess {
   std::filesystem::path spool_;  // --spool's value, if given
   bool forward_ = false;         // the child runs `fwdsink forward`
   bool stop_sent_ = false;       // Signal() sent SIGTERM or SIGINT
-  bool check_exit_ = true;
-  pid_t pid_ = -1;  // > 0 while the child runs and is not yet reaped
+  pid_t pid_ = -1;               // > 0 while the child runs and is not yet reaped
   bool started_ = false;
   std::optional<int> code_;
 };
