@@ -33,10 +33,10 @@ enum class LogLevel { kDebug, kInfo, kWarn, kError };
 // (fwdsink::events::k*), the catalogue (kEventCatalogue) and the levels (EventLevel()):
 // a new event is one row here. @ref LLP 0015#events
 #define FWDSINK_EVENTS(EVENT)                                                             \
-  /* A 429/503 (or a transport error / other 5xx) and the wait chosen. Fields:            \
-     partition, key, status (0 for a transport error), reason, attempt, wait_ms,          \
-     wait_source, retry_after (raw header, if any), begin, end, message (transport        \
-     error text). */                                                                      \
+  /* A 429/503 (or another status retried in place) and the wait chosen (a transport      \
+     error is forward.transport_error since issue 37). Fields: partition, key, status,    \
+     reason, attempt, wait_ms, wait_source, retry_after (raw header, if any), begin,      \
+     end, message. */                                                                     \
   EVENT(kForwardBackpressure, "forward.backpressure", kInfo)                              \
   /* Waiting on the endpoint's shared gate that another sender closed. Fields:            \
      partition, key, reason, attempt, wait_ms, wait_source="gate", begin, end,            \
