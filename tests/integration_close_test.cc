@@ -161,6 +161,12 @@ TEST_CASE("DriverCloseIsPromptWithEverySenderBusyAndEachCursorAtItsLastAck") {
            });
   });
   CHECK(sending);
+  // And every answer the server gave has been taken: a sender can be sending its next
+  // chunk before it has read the answer to the one before (a window), and a loaded
+  // machine once closed in between (the cursor at 102 where the server had acked 206).
+  const bool taken =
+      fwdsink::test::WaitFor([&] { return busy.driver->sink_counters().chunks_acked >= kAcked; });
+  CHECK(taken);
   CHECK(busy.server.requests().size() == kAcked + kSenders);
   CHECK(busy.driver->counters().senders_busy == kSenders);
   CHECK(busy.driver->counters().concurrency_limit == kSenders);
