@@ -325,10 +325,8 @@ bool Attempt::ExpectationFailed() {
 WaitDecision Attempt::DecideRetryWait(const Verdict& v) {
   const BackpressurePolicy& policy = core_.options.backpressure;
   const milliseconds elapsed = Elapsed();
-  if (v.retry_cause != RetryCause::kTransport) {
-    reconnects_ = 0;
-    broke_ = false;
-  } else {
+  // (An answer with a status already ended the streak in Answered().)
+  if (v.retry_cause == RetryCause::kTransport) {
     // A connect that fails right after a break is the same restart seen from outside.
     // So is a refused connect soon after the endpoint last answered anyone: another
     // sender's connection, or this one's kept-alive one, was there a moment ago.

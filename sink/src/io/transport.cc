@@ -247,28 +247,7 @@ class HttplibTransport final : public HttpTransport {
     // there failed connecting. @ref LLP 0014#transport-phases
     head_ = {};
 
-    HttpResponse& r = out.response;
-    const std::size_t prefix_cap = opt_.body_prefix_bytes;
-    const std::uint64_t drain_cap = opt_.body_prefix_bytes + opt_.drain_limit_bytes;
-    // @ref LLP 0014#drain-before-waiting
-    req.content_receiver = [&](const char* data, std::size_t n, std::uint64_t, std::uint64_t) {
-      if (r.body_prefix.size() < prefix_cap) {
-        r.body_prefix.append(data, std::min(n, prefix_cap - r.body_prefix.size()));
-      }
-      r.body_bytes += n;
-      if (r.body_bytes > drain_cap) {
-        r.body_truncated = true;
-        return false;  // stop reading; cpp-httplib closes the connection
-      }
-      return true;
-    };
-
-    req.response_handler = [&](const httplib::Response&) {
-      watchdog_.Arm(deadlines.total, "response");  // the headers are in: now the body
-      head_.phase = WirePhase::kResponseBody;
-      return true;
-    };
-
+    ReadBounded(req, out.response, deadlines);
     httplib::Response res;
     httplib::Error err = httplib::Error::Success;
     const bool had_connection = client_->is_socket_open();
@@ -282,8 +261,8 @@ class HttplibTransport final : public HttpTransport {
     if (!client_->is_socket_open()) socket_.Release();
 
     if (head_.too_large) return HeadersTooLarge();
-    if (ok || (err == httplib::Error::Canceled && r.body_truncated)) {
-      KeepHeaders(res, r);
+    if (ok || (err == httplib::Error::Canceled && out.response.body_truncated)) {
+      KeepHeaders(res, out.response);
       return out;
     }
     // Only Abort() aborts: the decision is our flag's, never an error code from below.
@@ -298,6 +277,31 @@ class HttplibTransport final : public HttpTransport {
     // peer went away between two requests. @ref LLP 0014#reconnect
     failed.connection_lost = had_connection && failed.phase == WirePhase::kConnect;
     return failed;
+  }
+
+  // Reads the response into `r`: a bounded prefix of the body kept, the rest drained up
+  // to the limit; once the headers are in, the whole response's deadline is armed.
+  // @ref LLP 0014#drain-before-waiting
+  void ReadBounded(httplib::Request& req, HttpResponse& r, const RequestDeadlines& deadlines) {
+    const std::size_t prefix_cap = opt_.body_prefix_bytes;
+    const std::uint64_t drain_cap = opt_.body_prefix_bytes + opt_.drain_limit_bytes;
+    req.content_receiver = [&r, prefix_cap, drain_cap](const char* data, std::size_t n,
+                                                       std::uint64_t, std::uint64_t) {
+      if (r.body_prefix.size() < prefix_cap) {
+        r.body_prefix.append(data, std::min(n, prefix_cap - r.body_prefix.size()));
+      }
+      r.body_bytes += n;
+      if (r.body_bytes > drain_cap) {
+        r.body_truncated = true;
+        return false;  // stop reading; cpp-httplib closes the connection
+      }
+      return true;
+    };
+    req.response_handler = [this, total = deadlines.total](const httplib::Response&) {
+      watchdog_.Arm(total, "response");  // the headers are in: now the body
+      head_.phase = WirePhase::kResponseBody;
+      return true;
+    };
   }
 
   void Abort() override { socket_.Abort(); }

@@ -142,9 +142,10 @@ std::string FormatCursorRecord(const CursorState& s) {
   return body + " crc=" + crc + "\n";
 }
 
-// On failure returns kCorrupt saying why and leaves `out` untouched.
-// @ref LLP 0020#cursor-format
-Status ParseCursorRecord(std::string_view text, CursorState& out) {
+namespace {
+
+// Takes one line "<body> crc=<8 hex digits>\n" whose checksum holds; returns the body.
+Result<std::string_view> CheckedBody(std::string_view text) {
   if (text.empty()) return Corrupt("empty cursor file");
   if (text.back() != '\n') return Corrupt("truncated cursor record (no final newline)");
   text.remove_suffix(1);
@@ -159,8 +160,17 @@ Status ParseCursorRecord(std::string_view text, CursorState& out) {
     return Corrupt("cursor checksum is not 8 hex digits");
   }
   if (crc != spool_io::Crc32(body)) return Corrupt("cursor checksum mismatch");
+  return body;
+}
 
-  std::string_view rest = body;
+}  // namespace
+
+// On failure returns kCorrupt saying why and leaves `out` untouched.
+// @ref LLP 0020#cursor-format
+Status ParseCursorRecord(std::string_view text, CursorState& out) {
+  Result<std::string_view> body = CheckedBody(text);
+  if (!body.ok()) return std::move(body).status();
+  std::string_view rest = *body;
   int version = 1;
   if (rest.substr(0, kMagicV3.size()) == kMagicV3) {
     version = 3;

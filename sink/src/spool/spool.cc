@@ -37,31 +37,41 @@ bool NameChar(char c) {
 // The first bytes an identity's checksum covers. @ref LLP 0020#file-identity
 constexpr std::uint64_t kIdentityHeadBytes = 4096;
 
-// Which file `partition` is now: its device and inode, and the checksum of its first
-// `head_bytes` bytes (all it has, up to kIdentityHeadBytes, when 0).
-Result<PartitionIdentity> IdentityOf(const fs::path& partition, std::uint64_t head_bytes = 0) {
+// Which file `partition` is now (its device and inode, and the checksum of its first
+// `head_bytes` bytes: all it has, up to kIdentityHeadBytes, when 0), and its size.
+struct FoundFile {
+  PartitionIdentity id;
+  std::uint64_t size = 0;
+};
+Result<FoundFile> IdentityOf(const fs::path& partition, std::uint64_t head_bytes = 0) {
   Result<internal::FileReader> file = internal::FileReader::Open(partition);
   if (!file.ok()) return std::move(file).status();
   Result<internal::FileInfo> info = file->Stat();
   if (!info.ok()) return std::move(info).status();
-  PartitionIdentity id{.device = info->device, .inode = info->inode};
+  FoundFile found{.id = {.device = info->device, .inode = info->inode}, .size = info->size};
+  PartitionIdentity& id = found.id;
   id.head_bytes = head_bytes > 0 ? head_bytes : std::min(info->size, kIdentityHeadBytes);
   if (info->size < id.head_bytes) {
     id.head_bytes = info->size;  // shorter than it was: the checksum cannot match
-    return id;
+    return found;
   }
   std::string head(static_cast<std::size_t>(id.head_bytes), '\0');
   Result<std::size_t> got = file->ReadAt(0, head.data(), head.size());
   if (!got.ok()) return std::move(got).status();
   head.resize(*got);
   id.head_crc = spool_io::Crc32(head);
-  return id;
+  return found;
 }
 
 // Says what changed between the file a record belongs to and the one there now; empty
-// when it is the same file (an append is the same file). @ref LLP 0020#file-identity
-std::string WhatChanged(const PartitionIdentity& was, const PartitionIdentity& now,
-                        std::uint64_t offset, std::uint64_t size) {
+// when it is the same file (an append is the same file), or when the file cannot be
+// read (the offset check says so next). @ref LLP 0020#file-identity
+std::string WhatChanged(const PartitionIdentity& was, const fs::path& partition,
+                        std::uint64_t offset) {
+  Result<FoundFile> found = IdentityOf(partition, was.head_bytes);
+  if (!found.ok()) return {};
+  const PartitionIdentity& now = found->id;
+  const std::uint64_t size = found->size;
   if (was.device != now.device || was.inode != now.inode) {
     return "replaced: another file under the same name (device:inode " +
            std::to_string(was.device) + ":" + std::to_string(was.inode) + " then, " +
@@ -393,18 +403,14 @@ CursorState Spool::LoadCursor(std::string_view name) const {
     state.message = path.string() + ": " + why.message();
     return state;
   }
+  // A record of another file is neither resumed (its rows past the cursor would be
+  // skipped) nor restarted (its rows before it would go twice). @ref LLP 0020#file-identity
   if (parsed.identity) {
-    // A record of another file is neither resumed (its rows past the cursor would be
-    // skipped) nor restarted (its rows before it would go twice). @ref LLP 0020#file-identity
-    Result<PartitionIdentity> now = IdentityOf(PartitionPath(name), parsed.identity->head_bytes);
-    Result<FileState> file = PartitionState(name);
-    if (now.ok() && file.ok()) {
-      std::string changed = WhatChanged(*parsed.identity, *now, parsed.offset, file->size);
-      if (!changed.empty()) {
-        parsed.status = CursorStatus::kChanged;
-        parsed.message = "partition " + std::string(name) + " " + changed;
-        return parsed;
-      }
+    if (std::string changed = WhatChanged(*parsed.identity, PartitionPath(name), parsed.offset);
+        !changed.empty()) {
+      parsed.status = CursorStatus::kChanged;
+      parsed.message = "partition " + std::string(name) + " " + changed;
+      return parsed;
     }
   }
   if (Status why = CheckOffsetAgainst(PartitionPath(name), parsed.offset, parsed.ranges);
@@ -439,8 +445,8 @@ Status Spool::UpdateCursor(std::string_view name, const std::function<void(Curso
   // is not there (or not readable) gets none, and is checked as before.
   // @ref LLP 0020#file-identity
   if (!state.identity) {
-    if (Result<PartitionIdentity> id = IdentityOf(PartitionPath(name)); id.ok()) {
-      state.identity = *id;
+    if (Result<FoundFile> found = IdentityOf(PartitionPath(name)); found.ok()) {
+      state.identity = found->id;
     }
   }
   // @ref LLP 0020#atomic-writes
