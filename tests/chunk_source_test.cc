@@ -3,6 +3,7 @@
 #include <doctest/doctest.h>
 
 #include <cstring>
+#include <deque>
 #include <set>
 #include <string>
 #include <vector>
@@ -116,4 +117,42 @@ TEST_CASE("ATornTailIsAReadErrorAfterTheWholeLines") {
     }
     CHECK(st == SourceStatus::kEnd);
   }
+}
+
+// A journal's ranges are re-sent exactly as they were cut, whatever the chunk size is
+// now: smaller (a range wider than the new chunks), larger, or another encoding.
+// @ref LLP 0014#journal
+TEST_CASE("AJournaledRangeIsCutAgainExactlyAtAnyChunkSize") {
+  const auto path = WriteRows("replay", 30);
+  const std::string text = ReadFile(path);
+  // Ranges cut at 128 bytes: six 21-byte rows each. Then at 8 and 1024 bytes now.
+  const std::deque<std::pair<std::uint64_t, std::uint64_t>> journal = {{0, 126}, {126, 252}};
+  for (const std::size_t now : {std::size_t{8}, std::size_t{1024}}) {
+    CAPTURE(now);
+    for (const Compression c : {Compression::kIdentity, Compression::kZstd}) {
+      Parts parts(c);
+      fwdsink::ChunkerOptions options{.chunk_bytes = now, .max_line_bytes = 1024};
+      ChunkSource source(path, 252, options, parts.encoder, parts.buffers, parts.worker, journal);
+      for (const auto& [begin, end] : journal) {
+        REQUIRE(source.Next() == SourceStatus::kChunk);
+        CHECK(source.chunk().begin == begin);
+        CHECK(source.chunk().end == end);
+        CHECK(source.chunk().rows == 6);
+        CHECK(source.chunk().body == text.substr(begin, end - begin));
+      }
+      // Then the chunker goes on at the journal's end, at the chunk size of now.
+      REQUIRE(source.Next() == SourceStatus::kChunk);
+      CHECK(source.chunk().begin == 252);
+    }
+  }
+}
+
+TEST_CASE("AJournaledRangeThatNoLongerEndsAtALineEndIsAReadError") {
+  // The twin: the file was cut short inside the journaled range (torn at the boundary).
+  const auto path = WriteRows("replay_torn", 8, /*torn_tail=*/true);  // 168 bytes + a torn row
+  Parts parts(Compression::kIdentity);
+  fwdsink::ChunkerOptions options{.chunk_bytes = 8, .max_line_bytes = 1024};
+  ChunkSource source(path, 200, options, parts.encoder, parts.buffers, parts.worker, {{126, 200}});
+  CHECK(source.Next() == SourceStatus::kReadError);
+  CHECK(!source.chunker().ok());
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "engine/chunk_source.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "fwdsink/check.h"
@@ -108,12 +109,18 @@ NextStatus ChunkSource::Take() {
 
 // Cuts a journaled range again, exactly: a chunker opened at its begin and capped at its
 // size gives the range's whole lines, or the file is not what it was (then the error is
-// the source's, as a read error). @ref LLP 0014#journal
+// the source's, as a read error). The range's size is the cap whatever --chunk-bytes is
+// now: a range cut at 8 KiB before a restart at 5 KiB is still one chunk under its own
+// key. @ref LLP 0014#journal-any-size
 NextStatus ChunkSource::Replay(PreparedChunk& into) {
   const auto [begin, end] = replay_.front();
   replay_.pop_front();
-  Chunker once = Chunker::Open(path_, begin, options_);
-  once.LimitChunkBytes(static_cast<std::size_t>(end - begin));
+  const auto size = static_cast<std::size_t>(end - begin);
+  ChunkerOptions exact = options_;
+  exact.chunk_bytes = std::max(exact.chunk_bytes, size);
+  exact.max_line_bytes = std::max(exact.max_line_bytes, size);
+  Chunker once = Chunker::Open(path_, begin, exact);
+  once.LimitChunkBytes(size);
   const NextStatus st = once.Next(into.chunk);
   into.encoded = false;  // Next() encodes it
   if (st == NextStatus::kChunk && into.chunk.end == end) return st;
