@@ -240,6 +240,22 @@ void Receiver::HandlePost(const httplib::Request& req, httplib::Response& res,
     wire_too_large = true;
   }
 
+  // Bodies read and not yet answered, and their peak: what a client's in-flight cap
+  // bounds, seen from this side. @ref LLP 0011#open-bodies
+  {
+    std::lock_guard lock(mu_);
+    stats_.open_body_bytes += wire.size();
+    stats_.peak_open_body_bytes = std::max(stats_.peak_open_body_bytes, stats_.open_body_bytes);
+  }
+  struct Close {
+    Receiver& r;
+    std::uint64_t n;
+    ~Close() {
+      std::lock_guard lock(r.mu_);
+      r.stats_.open_body_bytes -= n;
+    }
+  } const closed{*this, wire.size()};
+
   if (options_.header_delay && DelayApplies(post_number)) {
     // Counted while held, so a test can wait for "the body is read, the client waits
     // for headers" before timing an abort. @ref LLP 0011#header-delay
@@ -606,7 +622,9 @@ std::string Receiver::StatsJson() {
             {"bytes", stats_.bytes},
             {"decoded_bytes", stats_.decoded_bytes},
             {"known_keys", keys_seen_.size()},
-            {"held", stats_.held}};
+            {"held", stats_.held},
+            {"open_body_bytes", stats_.open_body_bytes},
+            {"peak_open_body_bytes", stats_.peak_open_body_bytes}};
   return j.dump();
 }
 

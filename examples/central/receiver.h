@@ -128,7 +128,9 @@ class Receiver {
                   unsupported = 0, shutting_down = 0, storage_errors = 0, bytes = 0,
                   decoded_bytes = 0;
     std::uint64_t held = 0;  // POSTs read to their end and in a header delay now
-  } stats_;                  // guarded by mu_
+    // Body bytes read and not yet answered, and the most at once. @ref LLP 0011#open-bodies
+    std::uint64_t open_body_bytes = 0, peak_open_body_bytes = 0;
+  } stats_;  // guarded by mu_
 
   std::mutex stop_mu_;
   std::condition_variable stop_cv_;

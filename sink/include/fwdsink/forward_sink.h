@@ -5,12 +5,15 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <filesystem>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
+#include <stop_token>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -320,20 +323,33 @@ class RequestSlots {
   virtual void Release() = 0;
 };
 
-// A budget of bytes, taken by a request's bodies while it is in flight. Thread-safe.
+// A budget of bytes, taken by a request's bodies while it is in flight: a cap, like
+// Kafka's buffer.memory. Thread-safe. @ref LLP 0014#inflight-cap
 class InflightBudget {
  public:
   explicit InflightBudget(std::uint64_t limit) : limit_(limit) {}
-  // Takes `bytes` if they fit, or if the taker holds nothing yet (`held` == 0): one
-  // request of each sender always goes, so a chunk larger than the budget still moves.
-  [[nodiscard]] bool TryTake(std::uint64_t bytes, std::uint64_t held);
+  // Takes `bytes` if they fit under the limit, or if nothing at all is in flight: a body
+  // larger than the whole budget goes, alone, and only then. `held` is not read any
+  // more (a sender's first request went whatever the others held: not a cap); kept so
+  // that callers still compile.
+  [[nodiscard]] bool TryTake(std::uint64_t bytes, std::uint64_t held = 0);
+  // Waits until TryTake(bytes) succeeds (true) or `stop` is requested (false).
+  [[nodiscard]] bool Take(std::uint64_t bytes, const std::stop_token& stop);
   void Give(std::uint64_t bytes);
   [[nodiscard]] std::uint64_t in_use() const { return used_.load(std::memory_order_relaxed); }
   [[nodiscard]] std::uint64_t limit() const { return limit_; }
+  // The most ever taken at once, and how many times a taker had to wait for room.
+  [[nodiscard]] std::uint64_t peak() const { return peak_.load(std::memory_order_relaxed); }
+  [[nodiscard]] std::uint64_t waits() const { return waits_.load(std::memory_order_relaxed); }
 
  private:
   const std::uint64_t limit_;
   std::atomic<std::uint64_t> used_{0};
+  std::atomic<std::uint64_t> peak_{0};
+  std::atomic<std::uint64_t> waits_{0};
+  std::atomic<int> waiting_{0};  // takers in Take(): Give() wakes them only then
+  std::mutex mu_;
+  std::condition_variable_any room_;
 };
 
 // Streams partitions to one endpoint, or to the one in use of a primary and its

@@ -64,6 +64,7 @@ class ForwardSink::Call {
   void Pump();
   [[nodiscard]] bool CanOpen();
   [[nodiscard]] bool TakeSlot();
+  [[nodiscard]] bool TakeBudget();
   void ReleaseSlots(std::size_t needed);
   void DropIdle(const Flight* except);
   void Refill();

@@ -46,7 +46,7 @@ SourceStatus ChunkSource::Next() {
     if (!current.encoded) return SourceStatus::kEncodeError;
   }
   // Read and encode the next chunk while this one is on the wire. @ref LLP 0014#read-ahead
-  if (split_halves_.empty() && replay_.empty() && !held_back_ && chunker_.ok() &&
+  if (!put_back_ && split_halves_.empty() && replay_.empty() && !held_back_ && chunker_.ok() &&
       chunker_.offset() < chunker_.file_size()) {
     StartReadAhead();
   }
@@ -65,6 +65,12 @@ std::uint64_t ChunkSource::Split(const Chunk& chunk) {
   return mid;
 }
 
+void ChunkSource::PutBack() {
+  FWDSINK_CHECK(!put_back_.has_value());
+  if (read_ahead_running_) held_back_ = WaitReadAhead();  // it comes after this one
+  put_back_ = buffers_.current.chunk;                     // copied: the buffer keeps its capacity
+}
+
 void ChunkSource::LimitChunkBytes(std::size_t bytes) {
   pending_limit_ = bytes;
   if (!read_ahead_running_) ApplyLimit();
@@ -81,19 +87,27 @@ std::string& ChunkSource::wire() {
   return identity_ ? buffers_.current.chunk.body : buffers_.current.wire;
 }
 
+// Copied, not moved: the current buffer keeps its reserved capacity.
+void ChunkSource::TakeCopy(const Chunk& from, PreparedChunk& into) {
+  into.chunk.begin = from.begin;
+  into.chunk.end = from.end;
+  into.chunk.rows = from.rows;
+  into.chunk.body.assign(from.body);
+  into.encoded = false;
+}
+
 // Takes the next chunk from the first place that has one: the split halves, the
 // read-ahead (running or held back), or the chunker itself.
 NextStatus ChunkSource::Take() {
   PreparedChunk& current = buffers_.current;
+  if (put_back_) {
+    TakeCopy(*put_back_, current);
+    put_back_.reset();
+    return NextStatus::kChunk;
+  }
   if (!replay_.empty()) return Replay(current);
   if (!split_halves_.empty()) {
-    Chunk& half = split_halves_.front();
-    // Copied, not moved: the current buffer keeps its reserved capacity.
-    current.chunk.begin = half.begin;
-    current.chunk.end = half.end;
-    current.chunk.rows = half.rows;
-    current.chunk.body.assign(half.body);
-    current.encoded = false;
+    TakeCopy(split_halves_.front(), current);
     split_halves_.pop_front();
     return NextStatus::kChunk;
   }

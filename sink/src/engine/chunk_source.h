@@ -69,6 +69,10 @@ class ChunkSource {
   // earlier), sent next, before anything after them. @ref LLP 0014#window
   // Returns where the halves meet.
   std::uint64_t Split(const Chunk& chunk);
+  // Gives the current chunk back: the next Next() returns it again (re-encoded), before
+  // anything else. For a chunk that has no room in the in-flight budget yet.
+  // @ref LLP 0014#inflight-cap
+  void PutBack();
   // Whether split halves come next.
   [[nodiscard]] bool splitting() const { return !split_halves_.empty(); }
   // Caps the raw size of chunks read from now on (the chunk being read ahead keeps its
@@ -85,6 +89,7 @@ class ChunkSource {
 
  private:
   NextStatus Take();
+  static void TakeCopy(const Chunk& from, PreparedChunk& into);
   NextStatus Replay(PreparedChunk& into);
   NextStatus Fetch(PreparedChunk& into);
   void StartReadAhead();
@@ -95,6 +100,7 @@ class ChunkSource {
   ChunkBuffers& buffers_;     // Not owned.
   SingleSlotWorker& worker_;  // Not owned.
   const bool identity_;
+  std::optional<Chunk> put_back_;   // sent before anything
   std::deque<Chunk> split_halves_;  // sent before the chunker's next chunk
   std::deque<std::pair<std::uint64_t, std::uint64_t>> replay_;  // sent before anything
   std::filesystem::path path_;

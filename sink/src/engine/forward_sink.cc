@@ -123,12 +123,31 @@ bool ForwardSink::Call::CanOpen() {
   for (const Flight& f : flights_) {
     if (f.attempt && (f.attempt->attempts() > 0 || f.attempt->throttled())) return false;
   }
-  // Room in the budget for a chunk of full size (taken at its true size in Open()).
+  // Room in the budget for a chunk of full size, so that a chunk is seldom read only to
+  // be given back (TakeBudget() takes it at its true size). @ref LLP 0014#inflight-cap
   const InflightBudget& budget = *sink_.deps.inflight;
   const std::uint64_t full =
       options_.chunker.chunk_bytes * (options_.compression == Compression::kIdentity ? 1 : 2);
   if (budget.in_use() + full > budget.limit()) return false;
   return flights_.size() < 1 + extras_ || TakeSlot();
+}
+
+// Takes room in the in-flight budget for the source's current chunk at its true size.
+// The call's first flight waits for it (until Close()); a later one gives its chunk back
+// to the source and opens when an answer frees room. @ref LLP 0014#inflight-cap
+bool ForwardSink::Call::TakeBudget() {
+  const PreparedChunk& c = sink_.buffers.current;
+  const bool identity = options_.compression == Compression::kIdentity;
+  const std::uint64_t bytes = c.chunk.body.size() + (identity ? 0 : c.wire.size());
+  InflightBudget& budget = *sink_.deps.inflight;
+  if (budget.TryTake(bytes)) return true;
+  if (flights_.empty()) {
+    sink_.SetState(
+        {.phase = State::Phase::kWaiting, .partition = partition_, .reason = "inflight_budget"});
+    if (budget.Take(bytes, stop_)) return true;
+  }
+  source_->PutBack();
+  return false;
 }
 
 // One more request slot beyond the sender's own, if the driver's limit has one.
@@ -158,6 +177,10 @@ void ForwardSink::Call::Refill() {
     if (next != SourceStatus::kChunk) {
       source_end_ = next;
       ReleaseSlots(flights_.size());  // the slot taken for it goes back
+      break;
+    }
+    if (!TakeBudget()) {
+      ReleaseSlots(flights_.size());
       break;
     }
     opened.push_back(&Open());
@@ -207,7 +230,7 @@ ForwardSink::Call::Flight& ForwardSink::Call::Open() {
   const bool identity = options_.compression == Compression::kIdentity;
   std::string& wire = identity ? f.prepared.chunk.body : f.prepared.wire;
   f.bytes = f.prepared.chunk.body.size() + (identity ? 0 : wire.size());
-  (void)sink_.deps.inflight->TryTake(f.bytes, /*held=*/0);  // CanOpen() checked the room
+  // TakeBudget() took f.bytes for it. @ref LLP 0014#inflight-cap
   bytes_held_ += f.bytes;
   f.request = MakeRequest(partition_, f.prepared.chunk, wire, options_);
   // Reloaded credentials apply from a chunk's first attempt on. @ref LLP 0024#reload

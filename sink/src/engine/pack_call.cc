@@ -87,6 +87,10 @@ class ForwardSink::PackCall {
       End(Ending::kAborted, {});
       return Finish();
     }
+    if (!TakeBudget()) {
+      End(Ending::kAborted, {});
+      return Finish();
+    }
     if (!Read()) return Finish();
     if (!sink_.encoder.Encode(body_, wire_)) {
       End(Ending::kEncodeFailed,
@@ -101,6 +105,8 @@ class ForwardSink::PackCall {
 
  private:
   PackResult Finish() {
+    if (budget_held_ > 0) sink_.deps.inflight->Give(budget_held_);
+    budget_held_ = 0;
     sink_.SetState({});
     return std::move(out_);
   }
@@ -116,6 +122,24 @@ class ForwardSink::PackCall {
     if (e.key.empty()) e.key = key_;
     if (sink_.deps.endpoints->size() > 1) e.endpoint = sink_.deps.endpoints->at(route_.ep).name;
     sink_.deps.on_event(e);
+  }
+
+  // Takes room in the in-flight budget for the pack before its members are read: their
+  // bytes, twice when they are compressed (the raw body and the wire), as a chunk of
+  // full size is counted. Waits for it until Close(). @ref LLP 0014#inflight-cap
+  bool TakeBudget() {
+    std::uint64_t bytes = 0;
+    for (const PackMember& m : members_) bytes += m.size;
+    if (sink_.encoder.compression() != Compression::kIdentity) bytes *= 2;
+    InflightBudget& budget = *sink_.deps.inflight;
+    if (!budget.TryTake(bytes)) {
+      sink_.SetState({.phase = State::Phase::kWaiting,
+                      .partition = members_.front().partition,
+                      .reason = "inflight_budget"});
+      if (!budget.Take(bytes, stop_)) return false;
+    }
+    budget_held_ = bytes;
+    return true;
   }
 
   // Reads every member; false (bad_member set, nothing sent) when one is not as its
@@ -318,6 +342,7 @@ class ForwardSink::PackCall {
   const std::vector<PackMember>& members_;
   std::stop_token stop_;
   std::string body_;
+  std::uint64_t budget_held_ = 0;  // taken from the in-flight budget until Finish()
   std::string wire_;
   PackResult out_;
   PacingReport pacing_;
