@@ -346,3 +346,62 @@ TEST_CASE("Attempt: a refused connect soon after the endpoint answered reconnect
   REQUIRE(outage.kind == Kind::kWait);
   CHECK(outage.wake_at - rig.now() == 30s);
 }
+
+// A send that reserved its slot before a newer answer arrived passes the gate and the
+// pacer again before it goes (issue 38 item 6, LLP 0016#recheck): a window's requests
+// held for a connection, or asleep on their pace, do not go under a newer `remaining: 0`
+// or Retry-After. The twins: with no newer answer, the held request goes at once, and
+// it is counted once.
+TEST_CASE("Attempt: a reservation older than a newer remaining 0 is taken again") {
+  Rig rig;
+  Attempt attempt(rig.core, rig.request);
+  REQUIRE(attempt.Start().kind == Kind::kPost);  // held by the loop for a connection
+  SUBCASE("another request's answer: none left, reset in 5 s") {
+    // As ratelimit.cc reads Limit 10, Remaining 0, Reset 5: one request per 5 s.
+    const fwdsink::AdvertisedQuota none_left{.rate_per_s = 0.2, .burst = 10, .remaining = 0};
+    rig.endpoints->at(0).pacer->OnAccepted(rig.now(), 20, none_left);
+    const Attempt::Step step = attempt.Recheck();
+    REQUIRE(step.kind == Kind::kWait);
+    CHECK(step.wake_at - rig.now() >= 5s);
+    rig.clock.Advance(std::chrono::ceil<std::chrono::milliseconds>(step.wake_at - rig.now()));
+    REQUIRE(attempt.Woke(Attempt::Woken::kElapsed).kind == Kind::kPost);
+  }
+  SUBCASE("another request's 429 with Retry-After: 7") {
+    rig.endpoints->at(0).gate->HoldUntil(rig.now() + 7s, "throttled");
+    const Attempt::Step step = attempt.Recheck();
+    REQUIRE(step.kind == Kind::kWait);
+    CHECK(step.wake_at - rig.now() >= 7s);
+    CHECK(step.on_endpoint);
+  }
+  SUBCASE("twin: a count with room left changes nothing") {
+    const fwdsink::AdvertisedQuota room{.rate_per_s = 0.2, .burst = 10, .remaining = 10};
+    rig.endpoints->at(0).pacer->OnAccepted(rig.now(), 20, room);
+    CHECK(attempt.Recheck().kind == Kind::kPost);
+  }
+  SUBCASE("twin: no newer answer, it goes at once") {
+    CHECK(attempt.Recheck().kind == Kind::kPost);
+  }
+  CHECK(rig.counters.chunks_sent.load() == 1);  // rechecked, never counted twice
+}
+
+TEST_CASE("Attempt: a paced send that wakes after a newer remaining 0 waits again") {
+  Rig rig;
+  auto& pacer = *rig.endpoints->at(0).pacer;
+  // 2 a second, nothing left: the first send waits for its slot.
+  pacer.OnAccepted(rig.now(), 20,
+                   fwdsink::AdvertisedQuota{.rate_per_s = 2.0, .burst = 1, .remaining = 0});
+  Attempt attempt(rig.core, rig.request);
+  const Attempt::Step paced = attempt.Start();
+  REQUIRE(paced.kind == Kind::kWait);
+  rig.clock.Advance(std::chrono::ceil<std::chrono::milliseconds>(paced.wake_at - rig.now()));
+  SUBCASE("a newer count says none left, reset in 5 s") {
+    pacer.OnAccepted(rig.now(), 20,
+                     fwdsink::AdvertisedQuota{.rate_per_s = 0.2, .burst = 10, .remaining = 0});
+    const Attempt::Step again = attempt.Woke(Attempt::Woken::kElapsed);
+    REQUIRE(again.kind == Kind::kWait);
+    CHECK(again.wake_at - rig.now() >= 5s);
+  }
+  SUBCASE("twin: nothing newer, it goes when its slot comes") {
+    CHECK(attempt.Woke(Attempt::Woken::kElapsed).kind == Kind::kPost);
+  }
+}

@@ -461,3 +461,24 @@ TEST_CASE("SlowStartAddsAStepEverySenderSharesSoTheFirstEstimatesLuckFades") {
     CHECK(large0 / small0 == doctest::Approx(e_large / e_small).epsilon(0.05));
   }
 }
+
+// The schedule's epoch goes up when a server's count leaves less than our reservations
+// assumed, so a reservation taken before it is taken again (LLP 0016#recheck); the twin:
+// a count with the room we expected leaves it as it is.
+TEST_CASE("A count that moves the schedule later starts a new epoch") {
+  fwdsink::FakeClock clock;
+  EndpointPacer p;
+  const auto now = clock.MonotonicNow();
+  p.OnAccepted(now, 100, AdvertisedQuota{.rate_per_s = 10.0, .burst = 10, .remaining = 10});
+  const std::uint64_t first = p.schedule_epoch();
+  CHECK(p.Reserve(now, 100) == 0ms);
+  CHECK(p.Reserve(now, 100) == 0ms);  // two reserved: 8 left as far as we know
+  SUBCASE("the server says 8 left: what we reserved, nothing new") {
+    p.OnAccepted(now, 100, AdvertisedQuota{.rate_per_s = 10.0, .burst = 10, .remaining = 8});
+    CHECK(p.schedule_epoch() == first);
+  }
+  SUBCASE("the server says none left: our reservations are stale") {
+    p.OnAccepted(now, 100, AdvertisedQuota{.rate_per_s = 10.0, .burst = 10, .remaining = 0});
+    CHECK(p.schedule_epoch() > first);
+  }
+}

@@ -342,7 +342,11 @@ void EndpointPacer::Advertise(const AdvertisedQuota& q, MonotonicTime now) {
       left -= std::min(policy_.share_room * UnitOf(lane), lane.advertised_burst / 2);
       left = std::max(0.0, left);
     }
+    const MonotonicTime was = lane.tat;
     lane.tat = now + FromSecs((lane.advertised_burst - left) / *lane.advertised);
+    // Fewer left than our reservations assumed (a newer `remaining: 0`, or others using
+    // the quota): those not sent yet reserve again. @ref LLP 0016#recheck
+    if (lane.tat > was) epoch_.fetch_add(1, std::memory_order_release);
   }
 }
 

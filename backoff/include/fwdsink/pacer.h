@@ -3,6 +3,7 @@
 // refusals stay rare. @ref LLP 0016#pacer
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
@@ -156,6 +157,12 @@ class EndpointPacer {
                  const std::optional<AdvertisedQuota>& quota);
   // Returns the rate applied now.
   [[nodiscard]] PaceRate Current(MonotonicTime now) const;
+  // Goes up each time a server's count moves the schedule later than the reservations
+  // made so far: a reservation taken before is stale, and its request must reserve again
+  // before it goes (a newer `remaining: 0`). Any thread. @ref LLP 0016#recheck
+  [[nodiscard]] std::uint64_t schedule_epoch() const {
+    return epoch_.load(std::memory_order_acquire);
+  }
   [[nodiscard]] const PacingPolicy& policy() const { return policy_; }
 
  private:
@@ -213,6 +220,7 @@ class EndpointPacer {
   std::chrono::milliseconds last_wait_{0};  // the last refusal's wait; guarded by mu_
   MonotonicTime streak_from_{};             // the first of those refusals; guarded by mu_
   bool last_cut_shared_ = false;            // the last decrease was a short count; mu_
+  std::atomic<std::uint64_t> epoch_{0};     // written under mu_; read without it
 };
 
 }  // namespace fwdsink

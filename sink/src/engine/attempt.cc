@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "fwdsink/check.h"
 #include "saturating.h"
 
 namespace fwdsink {
@@ -74,9 +75,29 @@ Attempt::Step Attempt::Run() {
       case Next::kPace:
         if (std::optional<Step> s = Pace()) return *s;
         break;
-      case Next::kPost: return Post();
+      case Next::kPost:
+        if (Stale()) {
+          next_ = Next::kGate;  // the endpoint changed its mind since the reservation
+          break;
+        }
+        return Post();
     }
   }
+}
+
+Attempt::Step Attempt::Recheck() {
+  FWDSINK_DCHECK(next_ == Next::kPost);
+  return Run();
+}
+
+// Whether an answer since this send passed the gate and the pacer holds the endpoint
+// now (a Retry-After) or moved the pacer's schedule later (a newer `remaining: 0`).
+// @ref LLP 0016#recheck
+bool Attempt::Stale() const {
+  if (Entry().gate->Remaining(core_.time.MonotonicNow()).remaining > milliseconds::zero()) {
+    return true;
+  }
+  return paced_epoch_ && *paced_epoch_ != Entry().pacer->schedule_epoch();
 }
 
 Attempt::Step Attempt::Done(End end) {
@@ -184,6 +205,7 @@ std::optional<Attempt::Step> Attempt::Gate() {
 // never shortens one). @ref LLP 0016#pacer
 std::optional<Attempt::Step> Attempt::Pace() {
   const MonotonicTime now = core_.time.MonotonicNow();
+  paced_epoch_ = Entry().pacer->schedule_epoch();  // before: a change in between rechecks
   const milliseconds wait = Entry().pacer->Reserve(now, request_.wire->size());
   next_ = Next::kPost;
   if (wait <= milliseconds::zero()) return std::nullopt;
@@ -213,8 +235,10 @@ std::optional<Attempt::Step> Attempt::Pace() {
 
 // Counts the request about to go out.
 Attempt::Step Attempt::Post() {
-  core_.bisection.NoteRequest(request_.range.begin);
   core_.set_state({.phase = ForwardSink::State::Phase::kSending, .partition = request_.partition});
+  if (counted_) return Step{.kind = Step::Kind::kPost};  // rechecked: counted once
+  counted_ = true;
+  core_.bisection.NoteRequest(request_.range.begin);
   Counters& c = core_.counters;
   Add(c.chunks_sent);
   Add(Entry().counters.chunks_sent);
@@ -248,6 +272,7 @@ Answer Attempt::Describe() const {
 }
 
 Attempt::Step Attempt::Answered(TransportResult result, std::chrono::microseconds round_trip) {
+  counted_ = false;
   last_ = std::move(result);
   last_round_trip_ = std::chrono::duration_cast<milliseconds>(round_trip);
   // Counted once the transport says whether the body went. @ref LLP 0017#expect-continue

@@ -110,6 +110,11 @@ class Attempt {
 
   [[nodiscard]] Step Start();
   [[nodiscard]] Step Woke(Woken how);
+  // Right before a kPost step goes out (the loop may have held it for a free
+  // connection): an answer that came since may have held the endpoint or replaced the
+  // pacer's schedule, and then the attempt passes the gate and the pacer again. Returns
+  // kPost (go now) or the step to take instead. @ref LLP 0016#recheck
+  [[nodiscard]] Step Recheck();
   // The answer to the post of the last kPost step, and how long it took.
   [[nodiscard]] Step Answered(TransportResult result, std::chrono::microseconds round_trip);
 
@@ -157,6 +162,7 @@ class Attempt {
   void Emit(Event e) const;
   void PushBack(std::atomic<std::uint64_t>& counter);
   [[nodiscard]] std::chrono::milliseconds Elapsed() const;
+  [[nodiscard]] bool Stale() const;
   EndpointEntry& Entry() const { return core_.endpoints.at(route_.ep); }
   EndpointLink& Link() const { return core_.credentials.links[route_.ep]; }
 
@@ -169,6 +175,8 @@ class Attempt {
   std::size_t attempt_ = 0;
   bool refreshed_ = false;    // a 401 made us refresh the token already (per endpoint)
   bool pushed_back_ = false;  // waited or refused so far (for the observer)
+  bool counted_ = false;      // the request about to go out is counted (until answered)
+  std::optional<std::uint64_t> paced_epoch_;  // the pacer's, when this send reserved
   std::optional<int> status_seen_;
   bool throttled_ = false;
   // Breaks of the connection under this chunk in a row (reconnect rungs used), and

@@ -71,6 +71,7 @@ class ForwardSink::Call {
   Flight& Open();
   [[nodiscard]] bool Journal();
   void Dispatch();
+  void Send(Flight& f, int pipe);
   [[nodiscard]] bool TakeAnswers();
   void WaitForEvent();
   void WakeDue(bool stopped);

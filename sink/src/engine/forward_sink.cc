@@ -239,24 +239,42 @@ ForwardSink::Call::Flight& ForwardSink::Call::Open() {
   return f;
 }
 
-// Posts every flight that wants to, each on a free pipe.
+// Posts every flight that wants to, each on a free pipe. A flight held for a pipe is
+// rechecked first: an answer that freed the pipe may have held the endpoint or moved
+// the pacer's schedule since it reserved its slot. @ref LLP 0016#recheck
 void ForwardSink::Call::Dispatch() {
-  for (Flight& f : flights_) {
-    if (f.step.kind != Attempt::Step::Kind::kPost || f.pipe >= 0) continue;
+  for (auto it = flights_.begin(); it != flights_.end();) {
+    Flight& f = *it;
+    if (f.step.kind != Attempt::Step::Kind::kPost || f.pipe >= 0) {
+      ++it;
+      continue;
+    }
     if (posting_ >= 1 + extras_ && !TakeSlot()) return;  // a slot comes free with an answer
     const int pipe = sink_.pipes.Take(options_.window);
     if (pipe < 0) return;  // one comes free with the next answer
-    f.pipe = pipe;
-    ++posting_;
-    Flight* flight = &f;
-    sink_.pipes.Post(pipe, f.attempt->endpoint(), f.attempt->headers(), *f.request.wire,
-                     f.request.query, f.attempt->limits(), [this, flight](PostDone done) {
-                       std::lock_guard lock(answers_mu_);
-                       answers_.push_back({flight, std::move(done)});
-                       wake_.request_stop();
-                       answers_cv_.notify_all();
-                     });
+    f.step = f.attempt->Recheck();
+    if (f.step.kind != Attempt::Step::Kind::kPost) {
+      sink_.pipes.Give(pipe);
+      Handle(it);  // may drop other flights: start over (those posting are skipped)
+      it = flights_.begin();
+      continue;
+    }
+    Send(f, pipe);
+    ++it;
   }
+}
+
+void ForwardSink::Call::Send(Flight& f, int pipe) {
+  f.pipe = pipe;
+  ++posting_;
+  Flight* flight = &f;
+  sink_.pipes.Post(pipe, f.attempt->endpoint(), f.attempt->headers(), *f.request.wire,
+                   f.request.query, f.attempt->limits(), [this, flight](PostDone done) {
+                     std::lock_guard lock(answers_mu_);
+                     answers_.push_back({flight, std::move(done)});
+                     wake_.request_stop();
+                     answers_cv_.notify_all();
+                   });
 }
 
 // Hands every answer in to its attempt; false when there was none.
