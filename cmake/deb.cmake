@@ -4,7 +4,8 @@
 # build-deb/ with the prefix /usr, builds fwdsink-deb-files and runs cpack and lintian.
 #
 #   component  package          carries
-#   daemon     fwdsink          /usr/bin/fwdsink, the unit, the conffiles, the spool, fwdsink(1)
+#   daemon     fwdsink          /usr/bin/fwdsink, the unit, the conffiles, the spool, fwdsink(1),
+#                               the alert rules (/usr/share/fwdsink/prometheus/)
 #   central    fwdsink-central  /usr/bin/fwdsink-central, fwdsink-central(1)
 #   lib        libfwdsink0      libfwdsink.so.0 (the C API)
 #   dev        libfwdsink-dev   headers, static archives, libfwdsink.so, .pc, CMake package

@@ -24,6 +24,8 @@ PKGS=(
   haproxy lighttpd caddy               # real fronts before the receiver (ctest -L fronts, LLP 0014#fault-proxy)
   libsystemd-dev                       # sd_notify for the daemon (Type=notify, watchdog)
   python3-prometheus-client            # the /metrics test parses the page with its parser
+  prometheus                           # promtool and a real Prometheus: the alert rules' tests (LABEL prometheus)
+  gnuplot-nox                          # the benchmark plots (tests/bench/run.sh --plot DIR)
   clang libfuzzer-14-dev               # the libFuzzer targets (scripts/test.sh --fuzz)
   abigail-tools                        # the C API's ABI check (abidw/abidiff, LABEL abi)
   collectd-core collectd-dev           # the collectd write plugin and its test (LABEL collectd)

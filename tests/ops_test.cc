@@ -75,6 +75,13 @@ TEST_CASE("Prometheus text: escaping, values, names in base units") {
   CHECK(w.scale == doctest::Approx(1e-3));
   const fwdsink::CounterField level{"overload_level", fwdsink::CounterKind::kGauge, "h", 2};
   CHECK(fwdsink::ExportedNameFor("fwdsink_driver_", level).name == "fwdsink_driver_overload_level");
+  CHECK(fwdsink::ExportedNameFor("fwdsink_driver_", level).deprecated.empty());
+  // No abbreviated unit: "_per_s" is spelled out, the old name kept as a deprecated twin.
+  const fwdsink::CounterField rate{"pacing_bytes_per_s", fwdsink::CounterKind::kGauge, "h", 7};
+  const auto r = fwdsink::ExportedNameFor("fwdsink_sink_", rate);
+  CHECK(r.name == "fwdsink_sink_pacing_bytes_per_second");
+  CHECK(r.deprecated == "fwdsink_sink_pacing_bytes_per_s");
+  CHECK(r.scale == 1);
 
   SUBCASE("the endpoint label never carries credentials or the query") {
     CHECK(fwdsink::EndpointLabel("https://u:pw@host:8443/in?token=x#f") == "https://host:8443/in");

@@ -18,6 +18,12 @@
 #                                           beside --daemon's build, or built into build-bench/)
 #   --work DIR                              scratch data (default /tmp/fwdsink-bench; deleted
 #                                           at the end unless --keep)
+#   --plot DIR                              also measure the two time series the README shows and
+#                                           render them as PNGs into DIR with gnuplot (gnuplot-nox):
+#                                           goodput through figure 9's bucket (learned, advertised,
+#                                           --pacing off) and requests in flight with the limit at
+#                                           100 ms added RTT (figure 13a's partitions); with
+#                                           --only plot, only those (~3 min). @ref LLP 0030#plots
 #   --receiver-dir DIR                      where the receiver stores what it accepts (default:
 #                                           inside --work). A tmpfs here (/dev/shm) models a
 #                                           receiver on another machine: on one shared disk the
@@ -52,7 +58,7 @@ readonly SYSLOG_STALL_S=30                # ... and given up when no row arrives
 
 smoke=0 only="" runs="" keep=0 learned_only=0 fc_headers=0
 daemon="" central="" gen="" closeb="" sim="" proxy="" plugin=""
-work=/tmp/fwdsink-bench receiver_dir=""
+work=/tmp/fwdsink-bench receiver_dir="" plot_dir=""
 while (($#)); do
   case "$1" in
     --smoke) smoke=1 ;;
@@ -67,9 +73,10 @@ while (($#)); do
     --plugin) plugin=$2; shift ;;
     --work) work=$2; shift ;;
     --receiver-dir) receiver_dir=$2; shift ;;
+    --plot) plot_dir=$2; shift ;;
     --keep) keep=1 ;;
     --learned-only) learned_only=1 ;;
-    -h|--help) sed -n '2,39p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,48p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument '$1' (see --help)" >&2; exit 64 ;;
   esac
   shift
@@ -137,6 +144,9 @@ WAN_DELAY_MS=50; WAN_PARTS=8
 # Figures 13b/13e/13f: the drain must be long against the round trip, or the ramp
 # decides the figure (issue 22): 512 MiB in all.
 if ((smoke)); then WAN_BIG_BYTES=$((8 * MiB)); else WAN_BIG_BYTES=$((512 * MiB)); fi
+# The plots (--plot): figure 9's bucket drained from a backlog of PLOT_BYTES (~17 s paced,
+# ~75 s with --pacing off), figure 13a's 8 partitions sampled every 50 ms.
+if ((smoke)); then PLOT_BYTES=$((16 * MiB)); else PLOT_BYTES=$((128 * MiB)); fi
 P9_RATE=8000000; P9_BURST=2000000; P9_CHUNK=262144
 NG_RATE=20; NG_BURST=5; NG_CHUNK=65536
 FL_RATE=4000000; FL_BURST=1000000; FL_CHUNK=65536
@@ -851,7 +861,17 @@ pace_run() {
   stop_central
   read -r pr_goodput pr_wire pr_refused pr_requests pr_when < <(pace_log_stats "$d/central/requests.ndjson" "$rate" "$burst")
   log "$tag: goodput $pr_goodput, wire/accepted $pr_wire, $pr_refused of $pr_requests refused (at $pr_when), $pr_wall s"
+  [[ -z ${PLOT_SERIES:-} ]] || goodput_series "$d/central/requests.ndjson" >"$PLOT_SERIES"
   rm -rf "$d"
+}
+# goodput_series LOG: "second MB/s" per second from the first request, accepted wire bytes
+# of the receiver's request log (0 for a second with none).
+goodput_series() {
+  jq -rs '(first.t_ms) as $t0
+    | (map(select(.status == 200)) | group_by((.t_ms - $t0) / 1000 | floor)
+       | map({key: (((.[0].t_ms - $t0) / 1000 | floor) | tostring), value: (map(.body_bytes) | add)})
+       | from_entries) as $per
+    | range(0; ((last.t_ms - $t0) / 1000 | floor) + 1) | "\(.) \(($per[tostring] // 0) / 1e6)"' "$1"
 }
 # check_once DIR: every key was accepted exactly once and no row is stored twice.
 check_once() {
@@ -1307,7 +1327,17 @@ wan_run() {
   check_rows "$parts_rows"; check_once "$d/central"
   stop_central
   log "$tag: $wan_wall s (delay $delay ms each way, --concurrency $conc${FW_EXTRA[*]:+ ${FW_EXTRA[*]}})"
+  [[ -z ${PLOT_SERIES:-} ]] || inflight_series "$d/daemon.log" >"$PLOT_SERIES"
   rm -rf "$d"
+}
+# inflight_series LOG: "second in_flight limit" from the daemon's stats lines (run with
+# --stats-interval 50ms), seconds from the first line.
+inflight_series() {
+  jq -rs 'map(select(.event == "daemon.stats")
+              | {t: ((.ts | sub("\\.[0-9]+Z$"; "Z") | fromdateiso8601)
+                     + (.ts | capture("\\.(?<ms>[0-9]+)Z$").ms | tonumber) / 1000),
+                 n: .driver.requests_in_flight, l: .driver.concurrency_limit})
+    | (first.t) as $t0 | .[] | "\(.t - $t0) \(.n) \(.l)"' "$1"
 }
 # wan_ratio TAG DELAY_MS -> wr_delay wr_base (medians, s): adaptive defaults through the
 # proxy at DELAY_MS each way against the proxy at 0 ms.
@@ -1440,6 +1470,36 @@ if want P && { ((smoke == 0)) || [[ -n $only ]]; } && command -v perf >/dev/null
   top3=$(head -4 "$work/perf.dso" | awk '{printf "%s %s, ", $2, $1}')
   row "P. profile of fig. 1 ($(human "$PROFILE_BYTES"))" "${top3%, }" "-" "-" "info" "-"
   rm -rf "$d" "$f"
+fi
+
+# ---- Plots (--plot DIR): the series the README shows, measured here, drawn by gnuplot.
+# @ref LLP 0030#plots
+if [[ -n $plot_dir ]] && { [[ -z $only ]] || want plot; }; then
+  command -v gnuplot >/dev/null || die "--plot needs gnuplot (gnuplot-nox, scripts/deps.sh)"
+  mkdir -p "$plot_dir"
+  make_file plot "$PLOT_BYTES" 17
+  for mode in learned advertised off; do
+    headers=0 pacing=auto
+    [[ $mode == learned ]] || headers=1
+    [[ $mode == off ]] && pacing=off
+    PLOT_SERIES=$plot_dir/goodput-$mode.dat pace_run "plot-$mode" "$file" plot identity \
+      "$P9_RATE" "$P9_BURST" "$headers" "$pacing"
+    row "plot. $(human "$PLOT_BYTES") identity, figure 9's bucket, $mode: goodput" \
+        "$(calc "$pr_goodput" 3) ($pr_wall s); $pr_refused/$pr_requests refused" "-" "-" "plot" "-"
+  done
+  rm -f "$file"
+  make_parts wan "$WAN_PART_BYTES" 200
+  WAN_EXTRA=(--stats-interval 50ms)
+  PLOT_SERIES=$plot_dir/inflight.dat wan_run plot-inflight "$WAN_DELAY_MS" adaptive
+  WAN_EXTRA=()
+  for ((i = 1; i <= WAN_PARTS; i++)); do rm -f "$work/data/wan-$i.ndjson"; done
+  peak=$(awk 'max < $2 {max = $2} END {print max + 0}' "$plot_dir/inflight.dat")
+  row "plot. $WAN_PARTS x $(human "$WAN_PART_BYTES") zstd, 100 ms added RTT, adaptive: drain; peak in flight" \
+      "$wan_wall s; $peak" "-" "-" "plot" "-"
+  gnuplot -e "dir='$plot_dir'; rate=$(calc "$P9_RATE / 1e6" 1); parts='$WAN_PARTS x $(human "$WAN_PART_BYTES")'" \
+          "$ROOT/tests/bench/plots.gp" ||
+    die "gnuplot failed"
+  log "plots: $(ls "$plot_dir"/*.png | tr '\n' ' ')"
 fi
 
 elapsed=$(($(date +%s) - started))

@@ -113,6 +113,12 @@ getent group fwdsink >/dev/null || fail "no fwdsink group"
 for d in /var/lib/fwdsink /var/lib/fwdsink/spool; do
   [[ $(stat -c %U:%G:%a "$d") == fwdsink:fwdsink:770 ]] || fail "$d is $(stat -c %U:%G:%a "$d")"
 done
+rules=/usr/share/fwdsink/prometheus/fwdsink-alerts.yml
+[[ -f $rules ]] || fail "no $rules"
+if command -v promtool >/dev/null; then
+  promtool check rules "$rules" >"$scratch/promtool.log" 2>&1 ||
+    { cat "$scratch/promtool.log"; fail "promtool check rules $rules"; }
+fi
 unit=/lib/systemd/system/fwdsink.service
 exec_start=$(sed -n 's/^ExecStart=//p' "$unit")
 [[ $exec_start == "/usr/bin/fwdsink forward --config /etc/fwdsink/fwdsink.toml \$FWDSINK_ARGS" ]] ||
@@ -206,7 +212,7 @@ getent passwd fwdsink >/dev/null || fail "dpkg -r removed the user"
 step "purge: nothing left"
 dpkg -P "${PKGS[@]}" >"$scratch/dpkg.log" 2>&1 || { cat "$scratch/dpkg.log"; fail "dpkg -P"; }
 for p in "${PKGS[@]}"; do ! installed "$p" || fail "$p still known to dpkg"; done
-for f in /etc/fwdsink /etc/default/fwdsink /var/lib/fwdsink; do
+for f in /etc/fwdsink /etc/default/fwdsink /var/lib/fwdsink /usr/share/fwdsink; do
   [[ ! -e $f ]] || fail "$f left by the purge"
 done
 ! getent passwd fwdsink >/dev/null || fail "the purge left the fwdsink user"

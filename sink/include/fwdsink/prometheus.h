@@ -34,10 +34,14 @@ using MetricLabels = std::vector<MetricLabel>;
 [[nodiscard]] std::string EndpointLabel(std::string_view url);
 
 // How one counter list entry is exported: the list name with the prefix, "_ms" turned
-// into "_seconds" (base units; the value scaled by 1e-3) and "_total" after counters.
+// into "_seconds" (base units; the value scaled by 1e-3), "_per_s" into "_per_second"
+// (no abbreviated units) and "_total" after counters. @ref LLP 0025#names
 struct ExportedName {
   std::string name;
   double scale = 1;
+  // The name this entry had before a rename, exported beside `name` for one release as a
+  // deprecated duplicate (empty: none).
+  std::string deprecated;
 };
 [[nodiscard]] ExportedName ExportedNameFor(std::string_view prefix, const CounterField& field);
 

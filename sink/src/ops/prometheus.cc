@@ -95,7 +95,7 @@ std::string EndpointLabel(std::string_view url) {
 }
 
 ExportedName ExportedNameFor(std::string_view prefix, const CounterField& field) {
-  ExportedName e{std::string(prefix) + std::string(field.name), 1};
+  ExportedName e{std::string(prefix) + std::string(field.name), 1, {}};
   // Base units: the lists count milliseconds; Prometheus wants seconds.
   // @ref LLP 0025#names
   if (e.name.ends_with("_ms")) {
@@ -103,7 +103,16 @@ ExportedName ExportedNameFor(std::string_view prefix, const CounterField& field)
     e.name += "_seconds";
     e.scale = 1e-3;
   }
-  if (field.kind == CounterKind::kCounter) e.name += "_total";
+  // promtool's lint refuses abbreviated units: "_per_s" is spelled out. The old name
+  // stays one release as a deprecated duplicate. @ref LLP 0025#deprecated
+  if (e.name.ends_with("_per_s")) {
+    e.deprecated = e.name;
+    e.name += "econd";
+  }
+  if (field.kind == CounterKind::kCounter) {
+    e.name += "_total";
+    if (!e.deprecated.empty()) e.deprecated += "_total";
+  }
   return e;
 }
 
@@ -158,8 +167,13 @@ void PrometheusText::Field(std::string_view prefix, const CounterField& field) {
   const ExportedName e = ExportedNameFor(prefix, field);
   std::string help(field.help);
   if (e.scale != 1) help += " Exported in seconds.";
-  Family(e.name, field.kind == CounterKind::kCounter ? "counter" : "gauge", help);
+  const std::string_view type = field.kind == CounterKind::kCounter ? "counter" : "gauge";
+  Family(e.name, type, help);
   Sample(e.name, static_cast<double>(field.value) * e.scale);
+  if (e.deprecated.empty()) return;
+  Family(e.deprecated, type,
+         "Deprecated, renamed to " + e.name + "; this name goes in the next release. " + help);
+  Sample(e.deprecated, static_cast<double>(field.value) * e.scale);
 }
 
 void PrometheusText::CounterList(std::string_view prefix, const CountersSnapshot& s) {
