@@ -186,10 +186,10 @@ TEST_CASE("AFastScraperStillGetsMetrics") {
     REQUIRE(Get(daemon.port, "/metrics", &page) == 200);
     CHECK(page.find("fwdsink_ready_partitions") != std::string::npos);
     // The window's gauges, each exported once (LLP 0025#deprecated).
-    CHECK(page.find("# TYPE fwdsink_driver_requests_in_flight gauge") != std::string::npos);
-    CHECK(page.find("# TYPE fwdsink_driver_concurrency_limit gauge") != std::string::npos);
-    CHECK(page.find("fwdsink_requests_in_flight") == std::string::npos);
-    CHECK(page.find("fwdsink_concurrency_limit") == std::string::npos);
+    CHECK(page.find("# TYPE fwdsink_requests_in_flight gauge") != std::string::npos);
+    CHECK(page.find("# TYPE fwdsink_concurrency_limit gauge") != std::string::npos);
+    CHECK(page.find("fwdsink_driver_requests_in_flight") == std::string::npos);
+    CHECK(page.find("fwdsink_driver_concurrency_limit") == std::string::npos);
     // The pacing rates without an abbreviated unit, the old names still there this release.
     CHECK(page.find("# TYPE fwdsink_sink_pacing_bytes_per_second gauge") != std::string::npos);
     CHECK(page.find("# TYPE fwdsink_sink_pacing_requests_per_second gauge") != std::string::npos);

@@ -100,10 +100,15 @@ std::string MetricsPage(const MetricsSources& s) {
   PrometheusText page({{"endpoint", fwdsink::EndpointLabel(s.url)}});
   const fwdsink::Driver& d = *s.driver;
   page.CounterList("fwdsink_sink_", d.sink_counters());  // every sender's, summed
-  page.CounterList("fwdsink_driver_", fwdsink::Snapshot(d.counters()));
-  // Each family once: the window's gauges are fwdsink_driver_requests_in_flight and
-  // fwdsink_driver_concurrency_limit, from the list (their unprefixed twins are gone).
-  // @ref LLP 0025#deprecated
+  // Each family once: the window's gauges go by the names issue 22 gave them (a
+  // contract), not also as fwdsink_driver_ twins from the list. @ref LLP 0025#deprecated
+  constexpr std::string_view kNamedApart[] = {"requests_in_flight", "concurrency_limit"};
+  page.CounterList("fwdsink_driver_", fwdsink::Snapshot(d.counters()), kNamedApart);
+  page.Gauge("fwdsink_requests_in_flight",
+             "Requests in flight now, every partition's window together.",
+             static_cast<double>(d.counters().requests_in_flight.load()));
+  page.Gauge("fwdsink_concurrency_limit", "Requests allowed in flight now (the adaptive limit).",
+             static_cast<double>(d.counters().concurrency_limit.load()));
   // Each endpoint's own counts, labelled by target (several --url). @ref LLP 0019
   const fwdsink::Endpoints& eps = d.sink().endpoints();
   std::vector<std::pair<std::string, fwdsink::EndpointCountersSnapshot>> per_endpoint;

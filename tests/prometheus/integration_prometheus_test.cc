@@ -216,7 +216,7 @@ TEST_CASE("prometheus: promtool check metrics on a live /metrics") {
     CHECK(page.body.find("# TYPE " + name + "econd gauge") != std::string::npos);  // renamed
   }
   // Each family once: no two families share a HELP text, the deprecated twins aside
-  // (fwdsink_requests_in_flight and fwdsink_driver_requests_in_flight did).
+  // (fwdsink_requests_in_flight and fwdsink_driver_requests_in_flight did before issue 41).
   std::map<std::string, std::string> help_of;
   std::istringstream page_lines(page.body);
   for (std::string line; std::getline(page_lines, line);) {

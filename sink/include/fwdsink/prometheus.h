@@ -3,6 +3,7 @@
 // of telemetry.h and from gauges a daemon computes. @ref LLP 0025#metrics
 #pragma once
 
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -63,7 +64,10 @@ class PrometheusText {
   void Histogram(std::string_view name, std::string_view help, const HistogramSnapshot& h);
   // One family per entry of the list, named by ExportedNameFor(prefix, entry).
   void CounterList(std::string_view prefix, const CountersSnapshot& s);
-  void CounterList(std::string_view prefix, const DriverCountersSnapshot& s);
+  // Entries named in `apart` are left out: the caller exports them under names of
+  // their own, once (LLP 0025#deprecated).
+  void CounterList(std::string_view prefix, const DriverCountersSnapshot& s,
+                   std::span<const std::string_view> apart = {});
   // Several endpoints (LLP 0019): one family per entry of FWDSINK_ENDPOINT_COUNTERS, one
   // sample per endpoint, labelled target=<EndpointLabel of its URL> (the common
   // `endpoint` label stays the primary's). @ref LLP 0025#names

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "fwdsink/prometheus.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -197,8 +198,11 @@ void PrometheusText::CounterList(std::string_view prefix, const CountersSnapshot
   });
 }
 
-void PrometheusText::CounterList(std::string_view prefix, const DriverCountersSnapshot& s) {
-  ForEachCounter(s, [&](const CounterField& f) { Field(prefix, f); });
+void PrometheusText::CounterList(std::string_view prefix, const DriverCountersSnapshot& s,
+                                 std::span<const std::string_view> apart) {
+  ForEachCounter(s, [&](const CounterField& f) {
+    if (std::find(apart.begin(), apart.end(), f.name) == apart.end()) Field(prefix, f);
+  });
 }
 
 void PrometheusText::EndpointCounterLists(
