@@ -235,7 +235,7 @@ std::optional<Attempt::Step> Attempt::Pace() {
 
 // Counts the request about to go out.
 Attempt::Step Attempt::Post() {
-  core_.set_state({.phase = ForwardSink::State::Phase::kSending, .partition = request_.partition});
+  core_.set_state({.phase = SenderState::Phase::kSending, .partition = request_.partition});
   if (counted_) return Step{.kind = Step::Kind::kPost};  // rechecked: counted once
   counted_ = true;
   core_.bisection.NoteRequest(request_.range.begin);
@@ -534,7 +534,7 @@ std::optional<std::size_t> Attempt::ShrinkLimit() const {
 }
 
 void Attempt::SetWaiting(const std::string& reason, int status, milliseconds wait) {
-  core_.set_state({.phase = ForwardSink::State::Phase::kWaiting,
+  core_.set_state({.phase = SenderState::Phase::kWaiting,
                    .partition = request_.partition,
                    .reason = reason,
                    .status = status,

@@ -21,7 +21,8 @@
 #include "fwdsink/backoff.h"
 #include "fwdsink/clock.h"
 #include "fwdsink/endpoints.h"
-#include "fwdsink/forward_sink.h"
+#include "fwdsink/forward_options.h"
+#include "fwdsink/forward_result.h"
 
 namespace fwdsink {
 
@@ -66,9 +67,9 @@ struct SendCore {
   const UniformRandom& random;
   std::stop_token stop;
   std::string_view content_encoding;
-  std::function<void(Event)> emit;                    // adds label, partition, endpoint
-  std::function<void(ForwardSink::State)> set_state;  // the progress line's
-  const AttemptObserver& observer;                    // may be empty
+  std::function<void(Event)> emit;             // adds label, partition, endpoint
+  std::function<void(SenderState)> set_state;  // the progress line's
+  const AttemptObserver& observer;             // may be empty
   PacingReport& pacing;
   Route& route;
   Bisection& bisection;

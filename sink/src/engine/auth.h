@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "fwdsink/credentials.h"
-#include "fwdsink/forward_sink.h"
+#include "fwdsink/forward_options.h"
 #include "fwdsink/transport.h"
 
 namespace fwdsink {

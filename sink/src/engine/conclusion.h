@@ -13,7 +13,7 @@
 #include <string>
 
 #include "engine/verdict.h"
-#include "fwdsink/forward_sink.h"
+#include "fwdsink/forward_result.h"
 #include "fwdsink/telemetry.h"
 
 namespace fwdsink {

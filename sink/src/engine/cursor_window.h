@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "fwdsink/spool.h"
+#include "fwdsink/cursor.h"
 
 namespace fwdsink {
 

@@ -5,7 +5,8 @@
 #include <string>
 
 #include "engine/request.h"
-#include "fwdsink/forward_sink.h"
+#include "fwdsink/forward_options.h"
+#include "fwdsink/forward_result.h"
 #include "fwdsink/transport.h"
 #include "io/http_rules.h"
 

@@ -3,7 +3,7 @@
 
 #include <utility>
 
-#include "fwdsink/forward_sink.h"
+#include "fwdsink/forward_deps.h"
 
 namespace fwdsink {
 

@@ -10,7 +10,7 @@
 
 #include "engine/auth.h"
 #include "fwdsink/chunker.h"
-#include "fwdsink/forward_sink.h"
+#include "fwdsink/forward_options.h"
 #include "fwdsink/transport.h"
 
 namespace fwdsink {

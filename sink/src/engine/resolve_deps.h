@@ -4,7 +4,8 @@
 // no-op for resolved deps). @ref LLP 0014#deps
 #pragma once
 
-#include "fwdsink/forward_sink.h"
+#include "fwdsink/forward_deps.h"
+#include "fwdsink/forward_options.h"
 #include "fwdsink/status.h"
 
 namespace fwdsink {

@@ -10,7 +10,8 @@
 #include <string_view>
 
 #include "fwdsink/clock.h"
-#include "fwdsink/forward_sink.h"
+#include "fwdsink/forward_options.h"
+#include "fwdsink/forward_result.h"
 #include "fwdsink/ratelimit.h"
 #include "fwdsink/transport.h"
 
