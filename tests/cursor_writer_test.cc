@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "fwdsink/spool.h"
 #include "spool/cursor_writer.h"
 #include "test_files.h"
 

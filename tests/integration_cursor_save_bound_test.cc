@@ -15,6 +15,7 @@
 #include <string>
 #include <thread>
 
+#include "fwdsink/spool.h"
 #include "spool/cursor_writer.h"
 #include "test_files.h"
 

@@ -3,6 +3,8 @@
 
 #include <utility>
 
+#include "fwdsink/spool.h"
+
 namespace fwdsink {
 
 bool CursorWriter::Submit(const std::string& name, std::uint64_t offset,

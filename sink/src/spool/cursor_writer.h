@@ -12,10 +12,13 @@
 #include <utility>
 #include <vector>
 
-#include "fwdsink/spool.h"
+#include "fwdsink/cursor.h"
+#include "fwdsink/status.h"
 #include "io/single_slot_worker.h"
 
 namespace fwdsink {
+
+class Spool;  // fwdsink/spool.h
 
 // Saves cursor records (the offset and the journal of ranges in flight) on a worker
 // thread, grouped: Submit() returns at once, one save is in flight at most, and the

@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <system_error>
 
+#include "fwdsink/partition_name.h"
 #include "spool/spool_io.h"
 
 namespace fwdsink {

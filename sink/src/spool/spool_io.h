@@ -13,7 +13,7 @@
 #include <system_error>
 
 #include "base/unix_time.h"
-#include "fwdsink/spool.h"
+#include "fwdsink/status.h"
 
 namespace fwdsink::spool_io {
 

@@ -9,8 +9,8 @@
 #include <string>
 #include <string_view>
 
+#include "fwdsink/cursor.h"
 #include "fwdsink/dead_letters.h"
-#include "fwdsink/spool.h"
 #include "fwdsink/status.h"
 
 namespace fwdsink::internal {
