@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The driver: several partitions in flight, and the concurrency limit learning from
 // each attempt. @ref LLP 0018
-#include "fwdsink/driver.h"
-
 #include <algorithm>
 #include <atomic>
 #include <mutex>

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The driver: what each partition outcome does to the spool (delivered, respooled,
 // poisoned, torn, past the horizon), and the cursor kept at a poison. @ref LLP 0021
-#include "fwdsink/driver.h"
-
 #include <algorithm>
 #include <atomic>
 #include <mutex>

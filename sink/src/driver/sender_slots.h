@@ -10,8 +10,7 @@
 #include <utility>
 
 #include "fwdsink/clock.h"
-#include "fwdsink/driver.h"
-#include "fwdsink/forward_sink.h"
+#include "fwdsink/forward_deps.h"
 
 namespace fwdsink {
 

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The driver's spool upkeep: folders repaired, refused entries quarantined, a changed
 // partition kept at hand-over, dead letters over their caps purged. @ref LLP 0023
-#include "fwdsink/driver.h"
-
 #include <algorithm>
 #include <atomic>
 #include <mutex>
