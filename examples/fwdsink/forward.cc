@@ -643,8 +643,7 @@ int RunForward(const ForwardConfig& config) {
     if (!metrics) {
       std::cerr << UsageError{"--metrics-listen", error}.Text() << "\n";
       driver.reset();
-      if (log_file) std::fclose(log_file);
-      return kExitUsage;
+      return kExitUsage;  // `out` owns the log file and closes it
     }
   }
   LogStart(config, metrics.get(), out);
