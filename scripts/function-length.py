@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Checks that no C++ function is 60 lines or more (the house limit of LLP 0014's
+"""Checks that no C or C++ function is 60 lines or more (the house limit of LLP 0014's
 renovation, kept for the library and the shipped programs alike).
 
 A function's length runs from the first line of its signature to its closing brace,
@@ -14,7 +14,7 @@ on PyPI, and clang-tidy's readability-function-size needs a configured build and
 every file with its includes (minutes, against well under a second here). Macros that
 expand to functions, and templates hiding ')' or '{' in odd places, can fool it.
 
-  scripts/function-length.py DIR...          check *.h, *.cc, *.cpp, *.hpp under each DIR
+  scripts/function-length.py DIR...          check *.h, *.c, *.cc, *.cpp, *.hpp under each DIR
                                              (exit 1 and one line per long function)
   scripts/function-length.py --top N DIR...  also print the N longest functions
 """
@@ -23,7 +23,7 @@ import re
 import sys
 
 LIMIT = 60
-SUFFIXES = {".h", ".cc", ".cpp", ".hpp"}
+SUFFIXES = {".h", ".c", ".cc", ".cpp", ".hpp"}
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 
 # Text before '{' that makes the brace a function body: a parameter list, then the
@@ -163,7 +163,8 @@ def functions(text):
                 header = code[header_start:k]
             stripped = header.strip()
             close = skip_block(k)
-            if SCOPE.match(stripped) and "(" not in stripped.split("{")[0].split("=")[0]:
+            if SCOPE.match(stripped) and not FUNCTION_TAIL.search(stripped) and \
+                    not assigns(stripped):
                 scan(k + 1, close - 1)  # a namespace or class: look inside
             elif INIT_LIST.search(stripped) and re.search(r"[\w>]\s*$", stripped) and \
                     not FUNCTION_TAIL.search(stripped):
