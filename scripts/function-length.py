@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
-"""Checks that no C or C++ function is 60 lines or more (the house limit of LLP 0014's
-renovation, kept for the library and the shipped programs alike).
+"""Checks that no C or C++ function is 60 lines or more: the house limit, for the library
+and the shipped programs alike (LLP 0014#layers; run by .ci/run).
 
 A function's length runs from the first line of its signature to its closing brace,
 both counted; lambdas and local classes count towards the function they sit in.
