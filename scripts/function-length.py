@@ -120,6 +120,16 @@ def assigns(header):
     return False
 
 
+def without_template_args(header):
+    """Returns header without its <...> lists, so that std::function<void(int)> F(...)
+    is named F, not void (approximate: a '<' of operator< is taken for a list too)."""
+    while True:
+        shorter = re.sub(r"<[^<>;{}]*>", "", header)
+        if shorter == header:
+            return header
+        header = shorter
+
+
 def functions(text):
     """Yields (name, first line, last line) of each function body in the file."""
     code = blank(text)
@@ -163,6 +173,9 @@ def functions(text):
                 header = code[header_start:k]
             stripped = header.strip()
             close = skip_block(k)
+            if stripped.count("(") > stripped.count(")"):
+                k = close  # a lambda or braces inside parentheses: the header goes on
+                continue
             if SCOPE.match(stripped) and not FUNCTION_TAIL.search(stripped) and \
                     not assigns(stripped):
                 scan(k + 1, close - 1)  # a namespace or class: look inside
@@ -174,7 +187,7 @@ def functions(text):
                 pass  # a variable's initializer, a lambda's body included
             elif FUNCTION_TAIL.search(stripped) or INIT_LIST.search(stripped):
                 first = header_start + (len(header) - len(header.lstrip()))
-                name = re.search(r"([~\w:]+|operator\s*\S+)\s*\(", stripped)
+                name = re.search(r"([~\w:]+|operator\s*\S+)\s*\(", without_template_args(stripped))
                 yield_list.append((name.group(1) if name else "?", line_of[first],
                                    line_of[close - 1]))
             header_start = close
