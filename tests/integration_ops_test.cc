@@ -472,6 +472,11 @@ TEST_CASE("the ops flags: bad values exit 64 naming the flag; a taken port too")
   REQUIRE(port > 0);
   CHECK(run({"--metrics-listen", "127.0.0.1:" + std::to_string(port)}, &err) == 64);
   CHECK(err.find("--metrics-listen: cannot listen on") != std::string::npos);
+  // With --log-file as well: the log file is closed once (it was closed twice: abort, 134).
+  CHECK(run({"--metrics-listen", "127.0.0.1:" + std::to_string(port), "--log-file",
+             (dir / "flags.log").string()},
+            &err) == 64);
+  CHECK(err.find("--metrics-listen: cannot listen on") != std::string::npos);
   // Twin: good values start and finish a pass.
   CHECK(run({"--metrics-listen", "127.0.0.1:0", "--max-dead-bytes", "1g", "--max-dead-age", "168h"},
             &err) == 0);

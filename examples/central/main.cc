@@ -53,25 +53,11 @@ bool WritePortFile(const std::filesystem::path& path, int port) {
   return !ec;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  // Request bodies of a MiB or more, on many threads: without this glibc maps and unmaps
-  // each one and the receiver spends more CPU faulting pages in than decoding and
-  // storing rows (5.5 s against 2.2 s for 512 MiB at 32 requests in flight).
-  // @ref LLP 0011#malloc
-  mallopt(M_MMAP_THRESHOLD, 64 << 20);
-  mallopt(M_TRIM_THRESHOLD, 256 << 20);
-  const central::ParseResult parsed =
-      central::ParseOptions(std::vector<std::string>(argv + 1, argv + argc));
-  if (!parsed.options) {
-    std::cerr << "fwdsink-central: " << parsed.error << "\n";
-    return kExitUsage;
-  }
-  const central::Options& options = *parsed.options;
+// Prints the --help text or the versions when asked; returns whether it did.
+bool PrintHelpOrVersion(const central::Options& options) {
   if (options.help) {
     std::cout << central::Usage();
-    return 0;
+    return true;
   }
   if (options.version) {
     // The receiver does not link the fwdsink library: the same lines, from here.
@@ -79,25 +65,27 @@ int main(int argc, char** argv) {
               << OpenSSL_version(OPENSSL_VERSION) << "\n"
               << "zstd " << ZSTD_versionString() << "\n"
               << "cpp-httplib " CPPHTTPLIB_VERSION "\n";
-    return 0;
+    return true;
   }
+  return false;
+}
 
-  // Block the stop signals in every thread (the mask is inherited by the threads started
-  // below) and take them synchronously with sigwait(); no async-signal-safety puzzles.
+// Blocks the stop signals in every thread (the mask is inherited by the threads started
+// after) so that they are taken synchronously with sigwait(); no async-signal-safety
+// puzzles. Returns the set to wait for.
+sigset_t BlockStopSignals() {
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);  // a client that hangs up must not kill the server
+  return stop_signals;
+}
 
-  std::string error;
-  std::unique_ptr<central::Receiver> receiver = central::Receiver::Create(options, &error);
-  if (!receiver) {
-    std::cerr << "fwdsink-central: " << error << "\n";
-    return kExitFailure;
-  }
-
+// The HTTP (or, with --tls-cert, HTTPS) server, set up as an ingest tier needs it; null
+// (and a message said) when the certificate or key cannot be loaded.
+std::unique_ptr<httplib::Server> MakeServer(const central::Options& options) {
   std::unique_ptr<httplib::Server> server;
   if (options.tls_cert) {
     server =
@@ -107,7 +95,7 @@ int main(int argc, char** argv) {
   }
   if (!server->is_valid()) {
     std::cerr << "fwdsink-central: --tls-cert/--tls-key: cannot load certificate or key\n";
-    return kExitUsage;
+    return nullptr;
   }
   // httplib refuses (and drains) a body whose Content-Length is past this; the handler
   // turns that into our JSON 413.
@@ -126,31 +114,36 @@ int main(int argc, char** argv) {
   // @ref LLP 0011#threads
   const auto threads = static_cast<std::size_t>(options.threads);
   server->new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
-  receiver->Register(*server);
+  return server;
+}
 
+// Binds --listen; returns the bound port, or -1 (and a message said).
+int Bind(httplib::Server& server, const central::Options& options) {
   int port = options.port;
   if (port == 0) {
-    port = server->bind_to_any_port(options.host);
-  } else if (!server->bind_to_port(options.host, port)) {
+    port = server.bind_to_any_port(options.host);
+  } else if (!server.bind_to_port(options.host, port)) {
     port = -1;
   }
   if (port <= 0) {
     std::cerr << "fwdsink-central: --listen: cannot bind " << options.host << ":" << options.port
               << "\n";
-    return kExitFailure;
+    return -1;
   }
-  std::cout << "listening on " << options.host << ":" << port << std::endl;
-  if (options.port_file && !WritePortFile(*options.port_file, port)) {
-    std::cerr << "fwdsink-central: --port-file: cannot write " << *options.port_file << "\n";
-    return kExitFailure;
-  }
+  return port;
+}
 
+// Serves on a listener thread until one of `stop_signals` arrives (or the listener
+// dies), then shuts down; returns the exit code, or does not return when the workers
+// outlast kShutdownGrace.
+int ServeUntilSignal(httplib::Server& server, central::Receiver& receiver,
+                     const sigset_t& stop_signals) {
   std::mutex done_mu;
   std::condition_variable done_cv;
   bool done = false;      // guarded by done_mu
   bool stopping = false;  // guarded by done_mu
   std::thread listener([&] {
-    server->listen_after_bind();
+    server.listen_after_bind();
     bool unexpected = false;
     {
       std::lock_guard lock(done_mu);
@@ -168,8 +161,8 @@ int main(int argc, char** argv) {
     std::lock_guard lock(done_mu);
     stopping = !done;
   }
-  receiver->BeginShutdown();
-  server->stop();
+  receiver.BeginShutdown();
+  server.stop();
 
   bool joined = false;
   {
@@ -179,10 +172,49 @@ int main(int argc, char** argv) {
   if (!joined) {
     // Workers are stuck on idle keep-alive sockets; every accepted chunk is already
     // flushed, so exit without waiting for them.
-    receiver->FlushAndLockForExit();
+    receiver.FlushAndLockForExit();
     std::cout.flush();
     std::_Exit(0);
   }
   listener.join();
   return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // Request bodies of a MiB or more, on many threads: without this glibc maps and unmaps
+  // each one and the receiver spends more CPU faulting pages in than decoding and
+  // storing rows (5.5 s against 2.2 s for 512 MiB at 32 requests in flight).
+  // @ref LLP 0011#malloc
+  mallopt(M_MMAP_THRESHOLD, 64 << 20);
+  mallopt(M_TRIM_THRESHOLD, 256 << 20);
+  const central::ParseResult parsed =
+      central::ParseOptions(std::vector<std::string>(argv + 1, argv + argc));
+  if (!parsed.options) {
+    std::cerr << "fwdsink-central: " << parsed.error << "\n";
+    return kExitUsage;
+  }
+  const central::Options& options = *parsed.options;
+  if (PrintHelpOrVersion(options)) return 0;
+  const sigset_t stop_signals = BlockStopSignals();
+
+  std::string error;
+  std::unique_ptr<central::Receiver> receiver = central::Receiver::Create(options, &error);
+  if (!receiver) {
+    std::cerr << "fwdsink-central: " << error << "\n";
+    return kExitFailure;
+  }
+  std::unique_ptr<httplib::Server> server = MakeServer(options);
+  if (!server) return kExitUsage;
+  receiver->Register(*server);
+
+  const int port = Bind(*server, options);
+  if (port <= 0) return kExitFailure;
+  std::cout << "listening on " << options.host << ":" << port << std::endl;
+  if (options.port_file && !WritePortFile(*options.port_file, port)) {
+    std::cerr << "fwdsink-central: --port-file: cannot write " << *options.port_file << "\n";
+    return kExitFailure;
+  }
+  return ServeUntilSignal(*server, *receiver, stop_signals);
 }

@@ -210,6 +210,52 @@ void Receiver::FlushAndLockForExit() {
   }
 }
 
+namespace {
+// A POST's body as read from the wire.
+struct WireBody {
+  std::string bytes;
+  bool read_ok = false;
+  bool too_large = false;  // past --max-body, by its Content-Length or as it was read
+};
+
+// Reads a POST's body to its end, or up to `max_body` bytes. httplib itself skips
+// (reads and drops) a body whose Content-Length is past the payload limit we configured
+// (= --max-body).
+WireBody ReadWire(const httplib::Request& req, const httplib::ContentReader& reader,
+                  std::uint64_t max_body) {
+  WireBody body;
+  body.read_ok = reader([&](const char* data, std::size_t n) {
+    if (body.bytes.size() + n > max_body) {
+      body.too_large = true;  // chunked upload past the limit
+      return false;
+    }
+    body.bytes.append(data, n);
+    return true;
+  });
+  if (req.has_header("Content-Length") &&
+      req.get_header_value<std::uint64_t>("Content-Length") > max_body) {
+    body.too_large = true;
+  }
+  return body;
+}
+}  // namespace
+
+void Receiver::HoldHeaders() {
+  // Counted while held, so a test can wait for "the body is read, the client waits
+  // for headers" before timing an abort. @ref LLP 0011#header-delay
+  {
+    std::lock_guard lock(mu_);
+    ++stats_.held;
+  }
+  {
+    // Interruptible so that SIGTERM ends a "hung" server at once. @ref LLP 0011#shutdown
+    std::unique_lock lock(stop_mu_);
+    stop_cv_.wait_for(lock, *options_.header_delay, [this] { return stopping_; });
+  }
+  std::lock_guard lock(mu_);
+  --stats_.held;
+}
+
 void Receiver::HandlePost(const httplib::Request& req, httplib::Response& res,
                           const httplib::ContentReader& reader) {
   // A request with Expect: 100-continue was numbered (and charged) when its head was
@@ -223,22 +269,9 @@ void Receiver::HandlePost(const httplib::Request& req, httplib::Response& res,
   }
 
   // Always read the body, even for a request about to be refused, so the keep-alive
-  // connection stays usable. httplib itself skips (reads and drops) a body whose
-  // Content-Length is past the payload limit we configured (= --max-body).
-  std::string wire;
-  bool wire_too_large = false;
-  const bool read_ok = reader([&](const char* data, std::size_t n) {
-    if (wire.size() + n > options_.max_body) {
-      wire_too_large = true;  // chunked upload past the limit
-      return false;
-    }
-    wire.append(data, n);
-    return true;
-  });
-  if (req.has_header("Content-Length") &&
-      req.get_header_value<std::uint64_t>("Content-Length") > options_.max_body) {
-    wire_too_large = true;
-  }
+  // connection stays usable.
+  const WireBody body = ReadWire(req, reader, options_.max_body);
+  const std::string& wire = body.bytes;
 
   // Bodies read and not yet answered, and their peak: what a client's in-flight cap
   // bounds, seen from this side. @ref LLP 0011#open-bodies
@@ -256,26 +289,12 @@ void Receiver::HandlePost(const httplib::Request& req, httplib::Response& res,
     }
   } const closed{*this, wire.size()};
 
-  if (options_.header_delay && DelayApplies(post_number)) {
-    // Counted while held, so a test can wait for "the body is read, the client waits
-    // for headers" before timing an abort. @ref LLP 0011#header-delay
-    {
-      std::lock_guard lock(mu_);
-      ++stats_.held;
-    }
-    {
-      // Interruptible so that SIGTERM ends a "hung" server at once. @ref LLP 0011#shutdown
-      std::unique_lock lock(stop_mu_);
-      stop_cv_.wait_for(lock, *options_.header_delay, [this] { return stopping_; });
-    }
-    std::lock_guard lock(mu_);
-    --stats_.held;
-  }
+  if (options_.header_delay && DelayApplies(post_number)) HoldHeaders();
 
   const std::string key = req.get_header_value(options_.key_header);
   std::string encoding = Lower(Trim(req.get_header_value("Content-Encoding")));
   if (encoding.empty()) encoding = "identity";
-  Decision d = Decide(req, post_number, wire, read_ok, wire_too_large, claim.reserved);
+  Decision d = Decide(req, post_number, wire, body.read_ok, body.too_large, claim.reserved);
   if (claim.reserved > 0 && d.reason != "accepted" && d.reason != "storage_error") {
     std::lock_guard lock(mu_);
     tokens_ += static_cast<double>(claim.reserved);  // not stored: not charged

@@ -74,6 +74,8 @@ class Receiver {
   int HandleExpect(const httplib::Request& req, httplib::Response& res);
   // Returns (and forgets) the claim HandleExpect made for this request on this thread.
   static ExpectClaim TakeExpectClaim(const httplib::Request& req);
+  // Waits --header-delay-ms before a POST is answered (at once after BeginShutdown()).
+  void HoldHeaders();
   // Handles one POST from a worker thread.
   void HandlePost(const httplib::Request& req, httplib::Response& res,
                   const httplib::ContentReader& reader);

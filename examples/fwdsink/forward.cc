@@ -19,6 +19,7 @@
 #include <cstdio>
 #include <ctime>
 #include <filesystem>
+#include <functional>
 #include <iostream>
 #include <mutex>
 #include <optional>
@@ -353,11 +354,10 @@ void Reload(const ForwardConfig& config, Output& out, fwdsink::CredentialsBox& b
   out.Json(line, fwdsink::EventLevel(event), true);
 }
 
-}  // namespace
-
-int RunForward(const ForwardConfig& config) {
-  // Block the stop signals in every thread (threads inherit the mask), so only the
-  // signal thread's sigwait() sees them. @ref LLP 0022#signals
+// Blocks the stop signals in every thread (threads inherit the mask), so only the
+// signal thread's sigwait() sees them; returns the set it waits for.
+// @ref LLP 0022#signals
+sigset_t BlockSignals() {
   sigset_t mask;
   sigemptyset(&mask);
   sigaddset(&mask, SIGINT);
@@ -367,7 +367,241 @@ int RunForward(const ForwardConfig& config) {
   pthread_sigmask(SIG_BLOCK, &mask, nullptr);
   // A peer closing mid-write must be an error value, not a dead process.
   std::signal(SIGPIPE, SIG_IGN);
+  return mask;
+}
 
+// Says once which FWDSINK_* variables are no settings. Not an error (the environment is
+// shared with other programs), but said as an event, so a typo is visible in the log
+// too. @ref LLP 0024#environment
+void WarnUnknownVariables(const ForwardConfig& config, Output& out) {
+  if (config.unknown_variables.empty()) return;
+  std::string message = "warning: ";
+  for (const std::string& name : config.unknown_variables) {
+    message += (&name == &config.unknown_variables.front() ? "" : "; ") + name +
+               " is not a setting (ignored)";
+  }
+  fwdsink::JsonObject line;
+  line.Add("event", fwdsink::events::kDaemonUnknownEnvironment)
+      .Add("variables", config.unknown_variables)
+      .Add("message", message);
+  out.Json(line, fwdsink::EventLevel(fwdsink::events::kDaemonUnknownEnvironment), true);
+}
+
+// Completes the driver's options with the request secrets and the proxy; returns
+// kExitOk, or kExitUsage (and says why).
+int LoadSecretsAndProxy(const ForwardConfig& config, fwdsink::DriverOptions& options) {
+  // Secrets are read here, once, and go into the options, never into a log.
+  // @ref LLP 0017#request-options
+  if (const fwdsink::Status e = LoadRequestSecrets(config.request, options.forward); !e.ok()) {
+    // The status names the key and the file ("header_file F: ..."); say the flag too.
+    std::cerr << UsageError{fwdsink::FlagForKey(e.field()), e.message()}.Text() << "\n";
+    return kExitUsage;
+  }
+  options.forward.transport.proxy =
+      config.request.proxy ? *config.request.proxy
+                           : ProxyFromEnvironment(options.forward.url, ProcessEnvironment());
+  return kExitOk;
+}
+
+// The sink's dependencies: its events go to `out`, `health` and the last-error record;
+// latency into `latency`; credentials from `credentials` (which SIGHUP replaces); tokens
+// from --token-file. Nullopt (and a message said) when the token file is unusable.
+std::optional<fwdsink::ForwardDeps> DepsFor(const ForwardConfig& config, Output& out,
+                                            Health& health,
+                                            std::shared_ptr<fwdsink::LatencyHistogram> latency,
+                                            std::shared_ptr<fwdsink::CredentialsBox> credentials) {
+  fwdsink::ForwardDeps deps;
+  deps.latency = std::move(latency);
+  deps.on_event = [&out, &health, &config](const fwdsink::Event& e) {
+    out.Event(e);
+    health.OnEvent(e);
+    RecordLastError(config.driver.spool_dir, e);
+  };
+  deps.credentials = std::move(credentials);
+  if (config.token_file) {
+    // @ref LLP 0022#token-file
+    if (const fwdsink::Status bad = fwdsink::CheckTokenFile(*config.token_file); !bad.ok()) {
+      // The message names the source; the token itself is never printed.
+      std::cerr << UsageError{"--token-file", bad.message()}.Text() << "\n";
+      return std::nullopt;
+    }
+    deps.tokens = fwdsink::FileTokenProvider(*config.token_file);
+  }
+  return deps;
+}
+
+// Says why the driver could not be created; returns the exit code (75 busy, 74 spool,
+// 64 otherwise).
+int CreateFailed(const fwdsink::Status& error) {
+  if (error.code() == fwdsink::StatusCode::kBusy) {
+    // Another daemon forwards this spool: try again later. @ref LLP 0023#spool-lock
+    std::cerr << "fwdsink: --spool: " << error.message() << "\n";
+  } else {
+    std::cerr << UsageError{OptionForField(error.field()), error.message()}.Text() << "\n";
+  }
+  return fwdsink::CreateExitCode(error);
+}
+
+// Logs daemon.start.
+void LogStart(const ForwardConfig& config, const MetricsServer* metrics, Output& out) {
+  fwdsink::JsonObject start;
+  start.Add("event", fwdsink::events::kDaemonStart)
+      .Add("pid", ::getpid())
+      .Add("mode", config.daemon.once ? "once" : "run")
+      .Add("spool", config.driver.spool_dir.string())
+      .Add("url", fwdsink::RedactUrl(config.driver.forward.url))
+      .Append(FallbacksJson(config.driver.forward));
+  if (metrics) start.Add("metrics", metrics->address());  // @ref LLP 0025#metrics
+  out.Json(start, fwdsink::EventLevel(fwdsink::events::kDaemonStart), false);
+}
+
+// The engine check's run: can the table dedupe our retries? @ref LLP 0017#dedup-window
+std::function<void(std::stop_token)> EngineCheckTask(const ForwardConfig& config, Output& out,
+                                                     Health& health) {
+  return [&config, &out, &health](std::stop_token stop) {
+    fwdsink::ForwardOptions o = config.driver.forward;
+    if (!LoadRequestSecrets(config.request, o).ok()) return;
+    fwdsink::EngineCheckResult r = fwdsink::CheckDedupWindow(
+        o, config.daemon.fleet_insert_rate, fwdsink::ClickHouseQueryRunner(o, stop));
+    if (stop.stop_requested()) return;  // stopping: an aborted query says nothing
+    r.event.label = o.label;
+    if (!r.event.name.empty()) out.Event(r.event);
+    health.SetNote(r.note);
+  };
+}
+
+// SIGHUP, on the signal thread: Reload(), then the engine check again. Nothing may end
+// the signal thread but a stop: a reload that throws is a failed reload, the old values
+// kept. @ref LLP 0023#regular-files
+void ReloadOnSignal(const ForwardConfig& config, Output& out, fwdsink::CredentialsBox& box,
+                    fwdsink::EngineCheckWorker& engine_check) {
+  try {
+    Reload(config, out, box);
+    engine_check.Trigger();
+  } catch (const std::exception& e) {
+    fwdsink::JsonObject line;
+    line.Add("event", fwdsink::events::kDaemonReloadFailed)
+        .Add("signal", SIGHUP)
+        .Add("message", std::string("reload failed: ") + e.what() + " (old values kept)");
+    out.Json(line, fwdsink::EventLevel(fwdsink::events::kDaemonReloadFailed), true);
+  }
+}
+
+// The signal thread: sigwait()s on `mask`. SIGHUP calls `reload`; SIGINT/SIGTERM are
+// stored in `stop_signal`, call `stop` and end the thread; kWakeSignal ends it once
+// `finished` is set.
+void WaitForSignals(const sigset_t& mask, const std::function<void()>& reload,
+                    const std::function<void()>& stop, const std::atomic<bool>& finished,
+                    std::atomic<int>& stop_signal) {
+  for (;;) {
+    int sig = 0;
+    if (sigwait(&mask, &sig) != 0) continue;
+    if (sig == kWakeSignal) {
+      if (finished.load()) return;
+      continue;  // someone else's SIGUSR1: ignore
+    }
+    if (sig == SIGHUP) {
+      reload();
+      continue;
+    }
+    stop_signal.store(sig);
+    stop();
+    return;
+  }
+}
+
+// How a run ended: the exit code and the daemon.exit line's "why".
+struct Ending {
+  int code = kExitOk;
+  std::string why;
+};
+
+// Runs the driver until a stop request, or one pass with --once.
+Ending RunDriver(const ForwardConfig& config, fwdsink::Driver& driver,
+                 const std::atomic<int>& stop_signal) {
+  Ending end;
+  if (config.daemon.once) {
+    const fwdsink::TickReport report = driver.Tick();
+    // A stop request is a clean shutdown (cursors are saved): 0, even mid-pass.
+    end.code = stop_signal.load() ? kExitOk : fwdsink::OnceExitCode(report);
+    end.why = stop_signal.load() ? "signal" : "once";
+  } else {
+    driver.Run();
+    end.why = "signal";
+    // Run() returns only after a stop request; anything else is a bug, and exit 0 would
+    // leave the host without a forwarder (systemd restarts on failure only).
+    // @ref LLP 0014#only-close-aborts
+    if (!stop_signal.load()) {
+      end.code = fwdsink::kExitSoftware;
+      end.why = "stopped_unasked";
+    }
+  }
+  return end;
+}
+
+// Logs daemon.exit: the stats, the exit code, why, and the stop signal if any.
+void LogExit(const ForwardConfig& config, const fwdsink::Driver& driver, const MetricsSources& ops,
+             const Ending& end, int stop_signal, Output& out) {
+  fwdsink::JsonObject exit_line =
+      StatsJson(fwdsink::events::kDaemonExit, driver,
+                fwdsink::CountReadyPartitions(config.driver.spool_dir), 0, 0, ops);
+  exit_line.Add("exit_code", end.code).Add("why", end.why);
+  if (stop_signal) exit_line.Add("signal", stop_signal);
+  out.Json(exit_line, fwdsink::EventLevel(fwdsink::events::kDaemonExit), true);
+}
+
+// Runs the created driver with the engine check, the reporter, the service manager's
+// notifications and the signal thread around it, then stops them and logs daemon.exit.
+// Returns the exit code.
+int Serve(const ForwardConfig& config, const sigset_t& mask, Output& out, Health& health,
+          fwdsink::CredentialsBox& credentials, fwdsink::Driver& driver, const MetricsSources& ops,
+          MetricsServer* metrics) {
+  // Can the table dedupe our retries? At start and on SIGHUP. @ref LLP 0017#dedup-window
+  fwdsink::EngineCheckWorker engine_check(EngineCheckTask(config, out, health));
+  engine_check.Trigger();
+  Reporter reporter(driver, out, ops, config.daemon.stats_interval);
+  // @ref LLP 0025#systemd: READY=1 once the spool is open and locked.
+  ServiceNotifier notifier;
+  LoopWatch watch(StallLimit(config.driver));
+  const auto status_line = [&driver, &config] {
+    return ProgressLine(driver, fwdsink::CountReadyPartitions(config.driver.spool_dir), 0, 0);
+  };
+  notifier.Ready(status_line());
+  notifier.Start([&] { return watch.Healthy(SampleLoop(driver), Clock::now()); }, status_line,
+                 config.daemon.stats_interval);
+  std::atomic<bool> finished{false};
+  std::atomic<int> stop_signal{0};
+  std::thread signals([&] {
+    WaitForSignals(
+        mask, [&] { ReloadOnSignal(config, out, credentials, engine_check); },
+        [&] {
+          engine_check.Stop();  // a query to a silent server must not hold the exit
+          // Close() only signals and shuts sockets down: Run()/Tick() return within ~100 ms.
+          driver.Close();
+        },
+        finished, stop_signal);
+  });
+
+  const Ending end = RunDriver(config, driver, stop_signal);
+
+  // The engine check is a side show: a query to a silent or dripping server must not
+  // hold the exit (issue 38: --once within 1 s of its last delivery).
+  engine_check.Stop();
+  notifier.Stopping();
+  finished.store(true);
+  pthread_kill(signals.native_handle(), kWakeSignal);
+  signals.join();
+  reporter.Stop();
+  if (metrics) metrics->Stop();
+  out.EndProgress();
+  LogExit(config, driver, ops, end, stop_signal.load(), out);
+  return end.code;
+}
+
+}  // namespace
+
+int RunForward(const ForwardConfig& config) {
+  const sigset_t mask = BlockSignals();
   std::FILE* log_file = nullptr;
   if (config.daemon.log_file) {
     log_file = std::fopen(config.daemon.log_file->c_str(), "a");
@@ -379,68 +613,21 @@ int RunForward(const ForwardConfig& config) {
   const bool progress = config.daemon.log_mode == LogMode::kProgress ||
                         (config.daemon.log_mode == LogMode::kAuto && ::isatty(STDERR_FILENO));
   Output out(progress, log_file, config.daemon.log_level);
-  if (!config.unknown_variables.empty()) {
-    // Not an error (the environment is shared with other programs), but said once, as
-    // an event, so a typo is visible in the log too. @ref LLP 0024#environment
-    std::string message = "warning: ";
-    for (const std::string& name : config.unknown_variables) {
-      message += (&name == &config.unknown_variables.front() ? "" : "; ") + name +
-                 " is not a setting (ignored)";
-    }
-    fwdsink::JsonObject line;
-    line.Add("event", fwdsink::events::kDaemonUnknownEnvironment)
-        .Add("variables", config.unknown_variables)
-        .Add("message", message);
-    out.Json(line, fwdsink::EventLevel(fwdsink::events::kDaemonUnknownEnvironment), true);
-  }
+  WarnUnknownVariables(config, out);
 
-  // Secrets are read here, once, and go into the options, never into a log.
-  // @ref LLP 0017#request-options
   fwdsink::DriverOptions options = config.driver;
-  if (const fwdsink::Status e = LoadRequestSecrets(config.request, options.forward); !e.ok()) {
-    // The status names the key and the file ("header_file F: ..."); say the flag too.
-    std::cerr << UsageError{fwdsink::FlagForKey(e.field()), e.message()}.Text() << "\n";
-    return kExitUsage;
-  }
-  options.forward.transport.proxy =
-      config.request.proxy ? *config.request.proxy
-                           : ProxyFromEnvironment(options.forward.url, ProcessEnvironment());
-
-  fwdsink::ForwardDeps deps;
+  if (const int code = LoadSecretsAndProxy(config, options); code != kExitOk) return code;
   // @ref LLP 0025#metrics: the latency histogram, readiness, the last error recorded.
   auto latency = std::make_shared<fwdsink::LatencyHistogram>();
   Health health(config.driver.spool_dir);
-  deps.latency = latency;
-  deps.on_event = [&out, &health, &config](const fwdsink::Event& e) {
-    out.Event(e);
-    health.OnEvent(e);
-    RecordLastError(config.driver.spool_dir, e);
-  };
   auto credentials = std::make_shared<fwdsink::CredentialsBox>();
-  deps.credentials = credentials;
-  if (config.token_file) {
-    // @ref LLP 0022#token-file
-    if (const fwdsink::Status bad = fwdsink::CheckTokenFile(*config.token_file); !bad.ok()) {
-      // The message names the source; the token itself is never printed.
-      std::cerr << UsageError{"--token-file", bad.message()}.Text() << "\n";
-      return kExitUsage;
-    }
-    deps.tokens = fwdsink::FileTokenProvider(*config.token_file);
-  }
+  std::optional<fwdsink::ForwardDeps> deps = DepsFor(config, out, health, latency, credentials);
+  if (!deps) return kExitUsage;
   // One pass sends what is ready now: no pack waits for partitions. @ref LLP 0027#choice
   if (config.daemon.once) options.pack_linger = std::chrono::milliseconds::zero();
   fwdsink::Result<std::unique_ptr<fwdsink::Driver>> created =
-      fwdsink::Driver::Create(std::move(options), std::move(deps));
-  if (!created.ok()) {
-    const fwdsink::Status& error = created.status();
-    if (error.code() == fwdsink::StatusCode::kBusy) {
-      // Another daemon forwards this spool: try again later. @ref LLP 0023#spool-lock
-      std::cerr << "fwdsink: --spool: " << error.message() << "\n";
-    } else {
-      std::cerr << UsageError{OptionForField(error.field()), error.message()}.Text() << "\n";
-    }
-    return fwdsink::CreateExitCode(error);  // 75 busy, 74 spool, 64 otherwise
-  }
+      fwdsink::Driver::Create(std::move(options), std::move(*deps));
+  if (!created.ok()) return CreateFailed(created.status());
   std::unique_ptr<fwdsink::Driver> driver = std::move(created).value();
   health.Attach(driver.get());
   const MetricsSources ops{.driver = driver.get(),
@@ -456,112 +643,12 @@ int RunForward(const ForwardConfig& config) {
     if (!metrics) {
       std::cerr << UsageError{"--metrics-listen", error}.Text() << "\n";
       driver.reset();
-      if (log_file) std::fclose(log_file);
-      return kExitUsage;
+      return kExitUsage;  // `out` owns the log file and closes it
     }
   }
+  LogStart(config, metrics.get(), out);
 
-  fwdsink::JsonObject start;
-  start.Add("event", fwdsink::events::kDaemonStart)
-      .Add("pid", ::getpid())
-      .Add("mode", config.daemon.once ? "once" : "run")
-      .Add("spool", config.driver.spool_dir.string())
-      .Add("url", fwdsink::RedactUrl(config.driver.forward.url))
-      .Append(FallbacksJson(config.driver.forward));
-  if (metrics) start.Add("metrics", metrics->address());  // @ref LLP 0025#metrics
-  out.Json(start, fwdsink::EventLevel(fwdsink::events::kDaemonStart), false);
-
-  // Can the table dedupe our retries? At start and on SIGHUP. @ref LLP 0017#dedup-window
-  fwdsink::EngineCheckWorker engine_check([&config, &out, &health](std::stop_token stop) {
-    fwdsink::ForwardOptions o = config.driver.forward;
-    if (!LoadRequestSecrets(config.request, o).ok()) return;
-    fwdsink::EngineCheckResult r = fwdsink::CheckDedupWindow(
-        o, config.daemon.fleet_insert_rate, fwdsink::ClickHouseQueryRunner(o, stop));
-    if (stop.stop_requested()) return;  // stopping: an aborted query says nothing
-    r.event.label = o.label;
-    if (!r.event.name.empty()) out.Event(r.event);
-    health.SetNote(r.note);
-  });
-  engine_check.Trigger();
-  Reporter reporter(*driver, out, ops, config.daemon.stats_interval);
-  // @ref LLP 0025#systemd: READY=1 once the spool is open and locked.
-  ServiceNotifier notifier;
-  LoopWatch watch(StallLimit(config.driver));
-  const auto status_line = [&driver, &config] {
-    return ProgressLine(*driver, fwdsink::CountReadyPartitions(config.driver.spool_dir), 0, 0);
-  };
-  notifier.Ready(status_line());
-  notifier.Start([&] { return watch.Healthy(SampleLoop(*driver), Clock::now()); }, status_line,
-                 config.daemon.stats_interval);
-  std::atomic<bool> finished{false};
-  std::atomic<int> stop_signal{0};
-  std::thread signals([&] {
-    for (;;) {
-      int sig = 0;
-      if (sigwait(&mask, &sig) != 0) continue;
-      if (sig == kWakeSignal) {
-        if (finished.load()) return;
-        continue;  // someone else's SIGUSR1: ignore
-      }
-      if (sig == SIGHUP) {
-        // Nothing may end the signal thread but a stop: a reload that throws is a
-        // failed reload, the old values kept. @ref LLP 0023#regular-files
-        try {
-          Reload(config, out, *credentials);
-          engine_check.Trigger();
-        } catch (const std::exception& e) {
-          fwdsink::JsonObject line;
-          line.Add("event", fwdsink::events::kDaemonReloadFailed)
-              .Add("signal", SIGHUP)
-              .Add("message", std::string("reload failed: ") + e.what() + " (old values kept)");
-          out.Json(line, fwdsink::EventLevel(fwdsink::events::kDaemonReloadFailed), true);
-        }
-        continue;
-      }
-      stop_signal.store(sig);
-      engine_check.Stop();  // a query to a silent server must not hold the exit
-      // Close() only signals and shuts sockets down: Run()/Tick() return within ~100 ms.
-      driver->Close();
-      return;
-    }
-  });
-
-  int code = kExitOk;
-  std::string why;
-  if (config.daemon.once) {
-    const fwdsink::TickReport report = driver->Tick();
-    // A stop request is a clean shutdown (cursors are saved): 0, even mid-pass.
-    code = stop_signal.load() ? kExitOk : fwdsink::OnceExitCode(report);
-    why = stop_signal.load() ? "signal" : "once";
-  } else {
-    driver->Run();
-    why = "signal";
-    // Run() returns only after a stop request; anything else is a bug, and exit 0 would
-    // leave the host without a forwarder (systemd restarts on failure only).
-    // @ref LLP 0014#only-close-aborts
-    if (!stop_signal.load()) {
-      code = fwdsink::kExitSoftware;
-      why = "stopped_unasked";
-    }
-  }
-
-  // The engine check is a side show: a query to a silent or dripping server must not
-  // hold the exit (issue 38: --once within 1 s of its last delivery).
-  engine_check.Stop();
-  notifier.Stopping();
-  finished.store(true);
-  pthread_kill(signals.native_handle(), kWakeSignal);
-  signals.join();
-  reporter.Stop();
-  if (metrics) metrics->Stop();
-  out.EndProgress();
-
-  fwdsink::JsonObject exit_line =
-      StatsJson(fwdsink::events::kDaemonExit, *driver,
-                fwdsink::CountReadyPartitions(config.driver.spool_dir), 0, 0, ops);
-  exit_line.Add("exit_code", code).Add("why", why);
-  if (const int sig = stop_signal.load()) exit_line.Add("signal", sig);
-  out.Json(exit_line, fwdsink::EventLevel(fwdsink::events::kDaemonExit), true);
+  const int code = Serve(config, mask, out, health, *credentials, *driver, ops, metrics.get());
   driver.reset();
   return code;
 }

@@ -279,44 +279,42 @@ std::string PrintConfig(const ForwardConfig& config) {
   return out;
 }
 
-Parsed<DeadConfig> ParseDead(const std::vector<std::string>& args) {
-  DeadConfig c;
-  if (args.empty()) return {std::nullopt, {"dead", "needs list, requeue or purge"}};
-  const std::string& action = args.front();
-  if (action == "--help" || action == "-h") {
-    c.help = true;
-    return {c, {}};
-  }
-  if (action == "list")
-    c.action = DeadAction::kList;
-  else if (action == "requeue")
-    c.action = DeadAction::kRequeue;
-  else if (action == "purge")
-    c.action = DeadAction::kPurge;
-  else
-    return {std::nullopt, {"dead", "unknown action '" + action + "' (list|requeue|purge)"}};
+namespace {
 
-  fwdsink::DeadFilter& flt = c.filter;
+// The action word of `fwdsink dead`, or nullopt when it names none.
+std::optional<DeadAction> DeadActionNamed(std::string_view action) {
+  if (action == "list") return DeadAction::kList;
+  if (action == "requeue") return DeadAction::kRequeue;
+  if (action == "purge") return DeadAction::kPurge;
+  return std::nullopt;
+}
+
+// The values of `dead`'s filter and listing flags as given, before they are checked.
+struct DeadFlagValues {
   std::string reason, kind, search;
-  std::uint64_t status = 0, offset = 0, limit = flt.limit;
+  std::uint64_t status = 0, offset = 0, limit = 0;
   milliseconds older{0}, newer{0};
   bool has_status = false, has_older = false, has_newer = false;
+};
+
+// The flags of `dead <action>`, writing into `c` and `v` (which must outlive them).
+std::vector<Flag> DeadFlags(DeadConfig& c, DeadFlagValues& v) {
   auto mark = [&](bool& flag, Handler h) {
-    return [&flag, h = std::move(h)](const std::string& v) {
+    return [&flag, h = std::move(h)](const std::string& value) {
       flag = true;
-      return h(v);
+      return h(value);
     };
   };
   const Flag filters[] = {
       {"--spool", true, Path(c.spool)},
-      {"--reason", true, Text(reason)},
-      {"--status", true, mark(has_status, Count(status, 100))},
-      {"--kind", true, Text(kind)},
-      {"--older-than", true, mark(has_older, PositiveDuration(older))},
-      {"--newer-than", true, mark(has_newer, PositiveDuration(newer))},
-      {"--search", true, Text(search)},
-      {"--offset", true, Count(offset, 0)},
-      {"--limit", true, Count(limit, 0)},
+      {"--reason", true, Text(v.reason)},
+      {"--status", true, mark(v.has_status, Count(v.status, 100))},
+      {"--kind", true, Text(v.kind)},
+      {"--older-than", true, mark(v.has_older, PositiveDuration(v.older))},
+      {"--newer-than", true, mark(v.has_newer, PositiveDuration(v.newer))},
+      {"--search", true, Text(v.search)},
+      {"--offset", true, Count(v.offset, 0)},
+      {"--limit", true, Count(v.limit, 0)},
       {"--json", false, Set(c.json)},
       {"--all", false, Set(c.all)},
       {"--help", false, Set(c.help)},
@@ -333,46 +331,79 @@ Parsed<DeadConfig> ParseDead(const std::vector<std::string>& args) {
     if (c.action == DeadAction::kList && f.name == "--all") continue;
     allowed.push_back(f);
   }
-  std::vector<std::string> rest(args.begin() + 1, args.end());
-  std::vector<std::string>* positionals = c.action == DeadAction::kList ? nullptr : &c.names;
-  if (auto e = ParseFlags(rest, allowed, positionals)) return {std::nullopt, *e};
-  if (c.help) return {c, {}};
-  if (c.spool.empty()) return {std::nullopt, {"--spool", "is required"}};
+  return allowed;
+}
 
-  if (!reason.empty()) flt.reason = reason;
-  if (has_status) {
-    if (status > 599) return {std::nullopt, {"--status", "must be an HTTP status (100-599)"}};
-    flt.status = static_cast<int>(status);
+// Checks the filter values and writes them into c.filter (and c.has_filter).
+std::optional<UsageError> SetDeadFilter(const DeadFlagValues& v, DeadConfig& c) {
+  fwdsink::DeadFilter& flt = c.filter;
+  if (!v.reason.empty()) flt.reason = v.reason;
+  if (v.has_status) {
+    if (v.status > 599) return UsageError{"--status", "must be an HTTP status (100-599)"};
+    flt.status = static_cast<int>(v.status);
   }
-  if (!kind.empty()) {
-    if (kind == "poison")
+  if (!v.kind.empty()) {
+    if (v.kind == "poison")
       flt.kind = fwdsink::DeadKind::kPoison;
-    else if (kind == "horizon")
+    else if (v.kind == "horizon")
       flt.kind = fwdsink::DeadKind::kHorizon;
     else
-      return {std::nullopt, {"--kind", "'" + kind + "' is not poison or horizon"}};
+      return UsageError{"--kind", "'" + v.kind + "' is not poison or horizon"};
   }
-  if (has_older) flt.older_than = older;
-  if (has_newer) flt.newer_than = newer;
-  if (!search.empty()) flt.search = search;
-  flt.offset = static_cast<std::size_t>(offset);
-  flt.limit = static_cast<std::size_t>(limit);
+  if (v.has_older) flt.older_than = v.older;
+  if (v.has_newer) flt.newer_than = v.newer;
+  if (!v.search.empty()) flt.search = v.search;
+  flt.offset = static_cast<std::size_t>(v.offset);
+  flt.limit = static_cast<std::size_t>(v.limit);
   c.has_filter =
       flt.reason || flt.status || flt.kind || flt.older_than || flt.newer_than || flt.search;
+  return std::nullopt;
+}
 
+// Checks that requeue names what it requeues and purge selects exactly one way.
+std::optional<UsageError> CheckDeadSelection(const DeadConfig& c) {
   if (c.action == DeadAction::kRequeue && c.names.empty()) {
-    return {std::nullopt, {"requeue", "needs at least one dead-letter NAME"}};
+    return UsageError{"requeue", "needs at least one dead-letter NAME"};
   }
   if (c.action == DeadAction::kPurge) {
     const int modes = (c.names.empty() ? 0 : 1) + (c.all ? 1 : 0) + (c.has_filter ? 1 : 0);
     // Purging deletes data: demand exactly one explicit selection, never a default.
     if (modes == 0) {
-      return {std::nullopt, {"purge", "needs NAME..., --all or a filter (--reason, ...)"}};
+      return UsageError{"purge", "needs NAME..., --all or a filter (--reason, ...)"};
     }
     if (modes > 1) {
-      return {std::nullopt, {c.all ? "--all" : "purge", "choose one of NAME..., --all or filters"}};
+      return UsageError{c.all ? "--all" : "purge", "choose one of NAME..., --all or filters"};
     }
   }
+  return std::nullopt;
+}
+
+}  // namespace
+
+Parsed<DeadConfig> ParseDead(const std::vector<std::string>& args) {
+  DeadConfig c;
+  if (args.empty()) return {std::nullopt, {"dead", "needs list, requeue or purge"}};
+  const std::string& action = args.front();
+  if (action == "--help" || action == "-h") {
+    c.help = true;
+    return {c, {}};
+  }
+  const std::optional<DeadAction> named = DeadActionNamed(action);
+  if (!named) {
+    return {std::nullopt, {"dead", "unknown action '" + action + "' (list|requeue|purge)"}};
+  }
+  c.action = *named;
+
+  DeadFlagValues values;
+  values.limit = c.filter.limit;
+  const std::vector<Flag> allowed = DeadFlags(c, values);
+  std::vector<std::string> rest(args.begin() + 1, args.end());
+  std::vector<std::string>* positionals = c.action == DeadAction::kList ? nullptr : &c.names;
+  if (auto e = ParseFlags(rest, allowed, positionals)) return {std::nullopt, *e};
+  if (c.help) return {c, {}};
+  if (c.spool.empty()) return {std::nullopt, {"--spool", "is required"}};
+  if (auto e = SetDeadFilter(values, c)) return {std::nullopt, *e};
+  if (auto e = CheckDeadSelection(c)) return {std::nullopt, *e};
   return {c, {}};
 }
 
