@@ -34,6 +34,7 @@
 #include <thread>
 #include <vector>
 
+#include "ports.h"
 #include "test_files.h"
 
 namespace fwdsink::test {
@@ -41,31 +42,6 @@ namespace fwdsink::test {
 inline constexpr const char* kClickHouseBin = "/usr/sbin/clickhouse-server";
 inline constexpr const char* kJavaBin = "/usr/bin/java";
 inline constexpr const char* kZooKeeperJar = "/usr/share/java/zookeeper.jar";
-
-// Returns a TCP port on 127.0.0.1 that was free a moment ago.
-inline int FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
-// Returns whether something accepts TCP connections on 127.0.0.1:`port`.
-inline bool PortOpen(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = htons(static_cast<std::uint16_t>(port));
-  const bool open = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  ::close(fd);
-  return open;
-}
 
 // One child process, owned by PID: SIGCONT, SIGTERM, then SIGKILL and reaped when it
 // goes out of scope. stdout and stderr go to `log`.

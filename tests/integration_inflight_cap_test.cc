@@ -36,6 +36,21 @@ std::vector<std::string> Rows(int partition, int n) {
   return rows;
 }
 
+// Writes `partitions` partitions of `rows` rows into spool/ready (one of them, `long_in`,
+// ends with a row of `long_bytes`); returns how many rows in all.
+std::size_t WritePartitions(const fs::path& spool, int partitions, int rows, int long_in = -1,
+                            std::size_t long_bytes = 0) {
+  fs::create_directories(spool / "ready");
+  std::size_t n = 0;
+  for (int p = 0; p < partitions; ++p) {
+    auto part = Rows(p, rows);
+    if (p == long_in) part.push_back("{\"long\":\"" + std::string(long_bytes, 'y') + "\"}");
+    fwdsink::test::WriteLines(spool / "ready" / ("p" + std::to_string(p) + ".ndjson"), part);
+    n += part.size();
+  }
+  return n;
+}
+
 struct Run {
   int code = -1;
   std::string log;
@@ -69,13 +84,7 @@ Run SendOnce(const fs::path& dir, const fs::path& spool) {
 TEST_CASE("Bodies in flight stay under --max-inflight-bytes with 16 senders") {
   const fs::path dir = CentralProcess::ScratchDir("inflight_cap");
   const fs::path spool = dir / "spool";
-  fs::create_directories(spool / "ready");
-  std::size_t rows = 0;
-  for (int p = 0; p < 16; ++p) {
-    const auto part = Rows(p, 2'000);  // 200 KB: seven chunks of 32 KiB
-    fwdsink::test::WriteLines(spool / "ready" / ("p" + std::to_string(p) + ".ndjson"), part);
-    rows += part.size();
-  }
+  const std::size_t rows = WritePartitions(spool, 16, 2'000);  // 200 KB: seven 32 KiB chunks
   const Run run = SendOnce(dir, spool);
   CHECK_MESSAGE(run.code == 0, run.log);
   CHECK(run.stored == rows);
@@ -88,14 +97,7 @@ TEST_CASE("Bodies in flight stay under --max-inflight-bytes with 16 senders") {
 TEST_CASE("Twin: a row larger than the whole cap still goes, alone") {
   const fs::path dir = CentralProcess::ScratchDir("inflight_cap_long_row");
   const fs::path spool = dir / "spool";
-  fs::create_directories(spool / "ready");
-  std::size_t rows = 0;
-  for (int p = 0; p < 4; ++p) {
-    auto part = Rows(p, 500);
-    if (p == 2) part.push_back("{\"long\":\"" + std::string(300'000, 'y') + "\"}");
-    fwdsink::test::WriteLines(spool / "ready" / ("p" + std::to_string(p) + ".ndjson"), part);
-    rows += part.size();
-  }
+  const std::size_t rows = WritePartitions(spool, 4, 500, /*long_in=*/2, 300'000);
   const Run run = SendOnce(dir, spool);
   CHECK_MESSAGE(run.code == 0, run.log);
   CHECK(run.stored == rows);

@@ -78,6 +78,23 @@ std::vector<fwdsink::CursorRange> CrashWithAJournal(const fs::path& dir, const f
   return Owed(spool);
 }
 
+struct Once {
+  int code = -1;
+  std::string log;
+};
+
+// The restart: `--once` at `chunk_bytes` and `compression`.
+Once RunOnce(const fs::path& dir, const fs::path& spool, const CentralProcess& central,
+             const std::string& chunk_bytes, const std::string& compression) {
+  auto args = Forward(spool, central, chunk_bytes, compression);
+  args.insert(args.begin() + 1, "--once");
+  DaemonProcess once(dir, "once", args);
+  REQUIRE(once.started());
+  const auto code = once.Wait(60s);
+  REQUIRE(code.has_value());
+  return {*code, once.err()};
+}
+
 // Files in spool/dead/ (none when nothing was dead-lettered).
 int DeadFiles(const fs::path& spool) {
   int n = 0;
@@ -114,16 +131,9 @@ TEST_CASE("A journal cut at 8 KiB is replayed exactly at 5 KiB, 64 KiB and zstd"
     REQUIRE(central.received_rows().size() < rows.size());
     const std::size_t before = central.request_log().size();
 
-    DaemonProcess once(dir, "once", [&] {
-      auto args = Forward(spool, central, restart.chunk_bytes, restart.compression);
-      args.insert(args.begin() + 1, "--once");
-      return args;
-    }());
-    REQUIRE(once.started());
-    const auto code = once.Wait(60s);
-    REQUIRE(code.has_value());
-    CHECK_MESSAGE(*code == 0, once.err());
-    CHECK(once.err().find("not_at_line_start") == std::string::npos);
+    const Once once = RunOnce(dir, spool, central, restart.chunk_bytes, restart.compression);
+    CHECK_MESSAGE(once.code == 0, once.log);
+    CHECK(once.log.find("not_at_line_start") == std::string::npos);
     CHECK(DeadFiles(spool) == 0);
 
     // Each owed range went again under its own key, as it was cut.
@@ -153,14 +163,7 @@ TEST_CASE("Twin: a file cut inside a journaled range still goes to dead/") {
   REQUIRE_FALSE(owed.empty());
   // Torn: the file now ends in the middle of the last owed range, inside a row.
   fs::resize_file(partition, owed.back().end - 10);
-  DaemonProcess once(dir, "once", [&] {
-    auto args = Forward(spool, central, "5k", "identity");
-    args.insert(args.begin() + 1, "--once");
-    return args;
-  }());
-  REQUIRE(once.started());
-  const auto code = once.Wait(60s);
-  REQUIRE(code.has_value());
-  CHECK_MESSAGE(*code == 65, once.err());
+  const Once once = RunOnce(dir, spool, central, "5k", "identity");
+  CHECK_MESSAGE(once.code == 65, once.log);
   CHECK(DeadFiles(spool) > 0);
 }

@@ -18,6 +18,7 @@
 #include "fwdsink/pack_manifest.h"
 #include "fwdsink/transport.h"
 #include "it_support.h"
+#include "ports.h"
 #include "two_receivers.h"
 
 namespace fwdsink::test {
@@ -26,19 +27,6 @@ namespace {
 using std::chrono::seconds;
 
 constexpr const char* kNginx = "/usr/sbin/nginx";
-
-int FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
-  socklen_t len = sizeof addr;
-  REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
 
 // nginx round-robin over the two backends; a POST that fails on one (connection
 // refused, reset, a 502/503) is passed to the next: non_idempotent allows it for POST,
@@ -133,7 +121,7 @@ TEST_CASE("behind nginx: one backend killed mid-run, every row at least once") {
   CentralProcess b(dir / "b");
   REQUIRE(a.Start({"--header-delay-ms", "100", "--header-delay-every", "1"}));
   REQUIRE(b.Start({"--header-delay-ms", "8", "--header-delay-every", "1"}));
-  const int port = FreePort();
+  const int port = fwdsink::test::FreePort();
   WriteNginxConf(dir / "nginx", port, a.port(), b.port());
   NginxProcess nginx(dir / "nginx");
   httplib::Client probe("127.0.0.1", port);
@@ -201,7 +189,7 @@ class BehindLimit {
       return;
     }
     REQUIRE(central_.Start());
-    const int port = FreePort();
+    const int port = fwdsink::test::FreePort();
     WriteLimitConf(dir_ / "nginx", port, central_.port());
     nginx_ = std::make_unique<NginxProcess>(dir_ / "nginx");
     httplib::Client probe("127.0.0.1", port);

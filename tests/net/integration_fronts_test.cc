@@ -25,6 +25,7 @@
 #include "central_process.h"
 #include "daemon_process.h"
 #include "it_support.h"
+#include "ports.h"
 
 extern char** environ;
 
@@ -36,29 +37,6 @@ using fwdsink::test::DaemonProcess;
 namespace fs = std::filesystem;
 
 constexpr int kRows = 240'000;  // 24 MB raw, about half of it on the wire with zstd
-
-int FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
-bool Accepts(int port) {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_port = htons(static_cast<std::uint16_t>(port));
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  const bool ok = ::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0;
-  ::close(fd);
-  return ok;
-}
 
 // One front: how to write its config and how to run it in the foreground.
 struct Front {
@@ -206,7 +184,7 @@ class FrontProcess {
       pid_ = -1;
       return false;
     }
-    return fwdsink::test::WaitFor([&] { return Accepts(port_); }, 10s);
+    return fwdsink::test::WaitFor([&] { return fwdsink::test::PortOpen(port_); }, 10s);
   }
   // Sends `sig` and reaps the process.
   void Kill(int sig) {
@@ -253,7 +231,7 @@ void Run(const Front& front, int kills) {
   CentralProcess central(dir / "central");
   // The throttle of the report: 4 MB/s with a burst of 1 MB (a 429 with Retry-After).
   REQUIRE(central.Start({"--rate", "4000000", "--burst", "1000000"}));
-  const int port = FreePort();
+  const int port = fwdsink::test::FreePort();
   front.configure(dir / "front", port, central.port());
   FrontProcess proxy(front, dir / "front", port);
   REQUIRE_MESSAGE(proxy.Start(), proxy.output());

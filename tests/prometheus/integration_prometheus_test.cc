@@ -29,6 +29,7 @@
 #include "daemon_process.h"
 #include "it_support.h"
 #include "metrics_client.h"
+#include "ports.h"
 
 extern char** environ;
 
@@ -49,18 +50,6 @@ const std::vector<std::string> kDeprecated = {"fwdsink_sink_pacing_bytes_per_s",
 // (a 1 s inline budget, the first overload pause of 5 s, a 1 s horizon), then one
 // scrape and one rule evaluation, 1 s each.
 constexpr auto kAlertTimeout = 40s;
-
-int FreePort() {
-  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
 
 // Runs `promtool check metrics` on `page`; returns what it printed (stdout and stderr)
 // and sets `code` to its exit status.
@@ -103,7 +92,7 @@ class PrometheusProcess {
   // Writes its config (the shipped rules, a 1 s scrape of `target` as job "fwdsink"),
   // starts it on a free loopback port and waits (bounded) until /-/ready answers 200.
   [[nodiscard]] bool Start(const std::string& target) {
-    port_ = FreePort();
+    port_ = fwdsink::test::FreePort();
     fs::create_directories(dir_);
     const fs::path config = dir_ / "prometheus.yml";
     REQUIRE(fwdsink::test::WriteFile(
@@ -260,7 +249,7 @@ TEST_CASE("prometheus: the shipped alert rules in a real Prometheus") {
     return;
   }
   const fs::path dir = CentralProcess::ScratchDir("prometheus_alerts");
-  const int metrics_port = FreePort();
+  const int metrics_port = fwdsink::test::FreePort();
   const std::string target = "127.0.0.1:" + std::to_string(metrics_port);
   PrometheusProcess prometheus(dir / "prometheus");
   REQUIRE_MESSAGE(prometheus.Start(target), prometheus.output());
@@ -268,7 +257,8 @@ TEST_CASE("prometheus: the shipped alert rules in a real Prometheus") {
   const fs::path spool = dir / "spool";
   fs::create_directories(spool / "ready");
   fwdsink::test::WriteRows(spool / "ready" / "a.ndjson", 100);
-  const std::string gone = "http://127.0.0.1:" + std::to_string(FreePort()) + "/ingest";
+  const std::string gone =
+      "http://127.0.0.1:" + std::to_string(fwdsink::test::FreePort()) + "/ingest";
   DaemonProcess daemon(dir, "daemon",
                        {"forward", "--spool", spool.string(), "--url", gone, "--metrics-listen",
                         target, "--horizon", "1", "--inline-budget", "1", "--ladder", "1",
