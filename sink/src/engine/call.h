@@ -65,6 +65,7 @@ class ForwardSink::Call {
   [[nodiscard]] bool CanOpen();
   [[nodiscard]] bool TakeSlot();
   [[nodiscard]] bool TakeBudget();
+  [[nodiscard]] std::uint64_t BodyBytes(const PreparedChunk& c) const;
   void ReleaseSlots(std::size_t needed);
   void DropIdle(const Flight* except);
   void Refill();

@@ -136,18 +136,20 @@ bool ForwardSink::Call::CanOpen() {
 // The call's first flight waits for it (until Close()); a later one gives its chunk back
 // to the source and opens when an answer frees room. @ref LLP 0014#inflight-cap
 bool ForwardSink::Call::TakeBudget() {
-  const PreparedChunk& c = sink_.buffers.current;
-  const bool identity = options_.compression == Compression::kIdentity;
-  const std::uint64_t bytes = c.chunk.body.size() + (identity ? 0 : c.wire.size());
-  InflightBudget& budget = *sink_.deps.inflight;
-  if (budget.TryTake(bytes)) return true;
-  if (flights_.empty()) {
-    sink_.SetState(
-        {.phase = State::Phase::kWaiting, .partition = partition_, .reason = "inflight_budget"});
-    if (budget.Take(bytes, stop_)) return true;
+  const std::uint64_t bytes = BodyBytes(sink_.buffers.current);
+  if (flights_.empty() ? sink_.WaitForInflight(bytes, partition_, stop_)
+                       : sink_.deps.inflight->TryTake(bytes)) {
+    return true;
   }
   source_->PutBack();
   return false;
+}
+
+// A chunk's bytes as the in-flight budget counts them: its raw body, and its encoded
+// body when it is compressed.
+std::uint64_t ForwardSink::Call::BodyBytes(const PreparedChunk& c) const {
+  const bool identity = options_.compression == Compression::kIdentity;
+  return c.chunk.body.size() + (identity ? 0 : c.wire.size());
 }
 
 // One more request slot beyond the sender's own, if the driver's limit has one.
@@ -229,8 +231,7 @@ ForwardSink::Call::Flight& ForwardSink::Call::Open() {
   std::swap(f.prepared, sink_.buffers.current);
   const bool identity = options_.compression == Compression::kIdentity;
   std::string& wire = identity ? f.prepared.chunk.body : f.prepared.wire;
-  f.bytes = f.prepared.chunk.body.size() + (identity ? 0 : wire.size());
-  // TakeBudget() took f.bytes for it. @ref LLP 0014#inflight-cap
+  f.bytes = BodyBytes(f.prepared);  // TakeBudget() took them. @ref LLP 0014#inflight-cap
   bytes_held_ += f.bytes;
   f.request = MakeRequest(partition_, f.prepared.chunk, wire, options_);
   // Reloaded credentials apply from a chunk's first attempt on. @ref LLP 0024#reload

@@ -131,13 +131,7 @@ class ForwardSink::PackCall {
     std::uint64_t bytes = 0;
     for (const PackMember& m : members_) bytes += m.size;
     if (sink_.encoder.compression() != Compression::kIdentity) bytes *= 2;
-    InflightBudget& budget = *sink_.deps.inflight;
-    if (!budget.TryTake(bytes)) {
-      sink_.SetState({.phase = State::Phase::kWaiting,
-                      .partition = members_.front().partition,
-                      .reason = "inflight_budget"});
-      if (!budget.Take(bytes, stop_)) return false;
-    }
+    if (!sink_.WaitForInflight(bytes, members_.front().partition, stop_)) return false;
     budget_held_ = bytes;
     return true;
   }

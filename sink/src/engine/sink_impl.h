@@ -5,6 +5,7 @@
 
 #include <mutex>
 #include <stop_token>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -32,6 +33,17 @@ struct ForwardSink::Impl {
   void SetState(State s) {
     std::lock_guard lock(state_mu);
     state = std::move(s);
+  }
+
+  // Takes `bytes` of the in-flight budget for `partition`, waiting for room (the state
+  // says so meanwhile) until `stop`: both kinds of call wait for their first body so.
+  // @ref LLP 0014#inflight-cap
+  bool WaitForInflight(std::uint64_t bytes, const std::string& partition,
+                       const std::stop_token& stop) {
+    if (deps.inflight->TryTake(bytes)) return true;
+    SetState(
+        {.phase = State::Phase::kWaiting, .partition = partition, .reason = "inflight_budget"});
+    return deps.inflight->Take(bytes, stop);
   }
 
   const ForwardOptions options;
