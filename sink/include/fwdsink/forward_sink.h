@@ -92,9 +92,8 @@ class ForwardSink {
   [[nodiscard]] const ForwardOptions& options() const;
 
  private:
-  struct Impl;     // the transport, encoder, chunk buffers, read-ahead worker, token, state
-  class Call;      // one ForwardPartition call: chunks, their attempts, their conclusions
-  class PackCall;  // one ForwardPack call (pack_call.cc)
+  struct Impl;  // the transport, encoder, chunk buffers, read-ahead worker, token, state
+  class Call;   // one call, of a partition or a pack: its flights, attempts and conclusions
   explicit ForwardSink(std::unique_ptr<Impl> impl);
 
   std::unique_ptr<Impl> impl_;

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-// Private to the engine: one ForwardPartition call. Up to `window` chunks of the
-// partition are in flight at once, each with its own Request and Attempt ("a flight");
-// the call runs their steps on its thread (the one place that sleeps), posts on the
-// pipes' threads, takes acknowledgements in any order into the cursor window, and
-// concludes each chunk by the conclusion table. Implemented by forward_sink.cc (the
-// loop) and call_endings.cc (what each ending does). @ref LLP 0014#core @ref LLP 0014#window
+// Private to the engine: one call of the sink, the one send path. A partition's call
+// keeps up to `window` chunks in flight at once, each with its own Request and Attempt
+// ("a flight"); a pack's call has one flight, the pack's body. The call runs their steps
+// on its thread (the one place that sleeps), posts on the pipes' threads, takes
+// acknowledgements in any order into the cursor window, and concludes each flight by the
+// conclusion table. Implemented by call.cc (the loop), call_endings.cc (what each ending
+// does) and call_pack.cc (what a pack reads, and its endings).
+// @ref LLP 0014#core @ref LLP 0014#window @ref LLP 0027#call
 #pragma once
 
 #include <condition_variable>
@@ -27,6 +29,7 @@
 #include "engine/pipes.h"
 #include "engine/request.h"
 #include "engine/sink_impl.h"
+#include "fwdsink/forward_pack.h"
 
 namespace fwdsink {
 
@@ -39,6 +42,8 @@ class ForwardSink::Call {
   Call& operator=(const Call&) = delete;
 
   ForwardResult Forward(const std::filesystem::path& path, const ForwardStart& start);
+  // Sends `members` (partition_ is the first one's) as one request under `key`.
+  PackResult ForwardPack(const std::string& key, const std::vector<PackMember>& members);
 
  private:
   // How a chunk's attempts ended: on to the next chunk, or stop the partition.
@@ -69,7 +74,8 @@ class ForwardSink::Call {
   void ReleaseSlots(std::size_t needed);
   void DropIdle(const Flight* except);
   void Refill();
-  Flight& Open();
+  Flight& Open(std::uint64_t bytes);
+  void Launch(Flight& f);
   [[nodiscard]] bool Journal();
   void Dispatch();
   void Send(Flight& f, int pipe);
@@ -98,6 +104,18 @@ class ForwardSink::Call {
   ChunkEnd Poisoned(const Verdict& v, const Request& request);
   ChunkEnd RequestRefused(const Verdict& v, const Request& request, const std::string& why);
 
+  // A pack's (call_pack.cc).
+  struct Pack {
+    const std::string& key;
+    const std::vector<PackMember>& members;
+    PackResult out{};
+  };
+  [[nodiscard]] std::uint64_t PackBytes() const;
+  [[nodiscard]] bool ReadPack(PreparedChunk& into);
+  [[nodiscard]] bool EncodePack(PreparedChunk& c);
+  ChunkEnd PackRefused(const Verdict& v, const Request& request);
+  void PackDelivered();
+
   Impl& sink_;
   const ForwardOptions& options_;
   Counters& counters_;
@@ -111,6 +129,7 @@ class ForwardSink::Call {
   CursorWindow window_;            // the ranges in flight and the cursor route's view of them
   ChunkSource* source_ = nullptr;  // during Forward()
   std::optional<SourceStatus> source_end_;  // the source said kEnd or failed
+  Pack* pack_ = nullptr;                    // during ForwardPack()
   JournalCallback on_journal_;              // empty: no journal
   std::size_t peak_ = 0;                    // the most flights at once in this call
   bool first_refill_ = true;                // the journal on disk covers the first refill

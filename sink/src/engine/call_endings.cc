@@ -63,7 +63,8 @@ void ForwardSink::Call::SourceFailed(ChunkSource& source, SourceStatus status) {
 void ForwardSink::Call::Emit(Event e) {
   if (!sink_.deps.on_event) return;
   e.label = options_.label;
-  e.partition = partition_;
+  if (e.partition.empty()) e.partition = partition_;  // a pack's member events name theirs
+  if (pack_ && e.key.empty()) e.key = pack_->key;
   if (sink_.deps.endpoints->size() > 1) e.endpoint = sink_.deps.endpoints->at(route_.ep).name;
   sink_.deps.on_event(e);
 }
@@ -86,7 +87,7 @@ ForwardSink::Call::ChunkEnd ForwardSink::Call::Finished(Flight& f) {
   }
   const Verdict& v = end.verdict;
   if (v.action == Action::kAcknowledge) {
-    if (end.shrink_to) source_->LimitChunkBytes(*end.shrink_to);
+    if (end.shrink_to && source_) source_->LimitChunkBytes(*end.shrink_to);
     return Acked(attempt, v.duplicate) ? ChunkEnd::kNext : ChunkEnd::kStop;
   }
   return Verdicted(f);
@@ -96,6 +97,7 @@ ForwardSink::Call::ChunkEnd ForwardSink::Call::Finished(Flight& f) {
 ForwardSink::Call::ChunkEnd ForwardSink::Call::Verdicted(Flight& f) {
   const Verdict& v = f.attempt->end().verdict;
   const Request& request = f.request;
+  if (pack_) return PackRefused(v, request);
   const std::optional<Ending> ending = EndingFor(v);
   FWDSINK_CHECK(ending.has_value());
   switch (*ending) {
@@ -142,8 +144,9 @@ void ForwardSink::Call::GiveUp(const Attempt& attempt) {
        .message = "inline budget of " +
                   std::to_string(options_.backpressure.inline_budget.count()) +
                   " ms would be passed by a further " + std::to_string(end.would_wait.count()) +
-                  " ms wait after " + std::to_string(attempt.attempts()) +
-                  " attempt(s); resume at " + std::to_string(result_.resume_offset),
+                  " ms wait after " + std::to_string(attempt.attempts()) + " attempt(s); " +
+                  (pack_ ? "pack " + pack_->key + " kept"
+                         : "resume at " + std::to_string(result_.resume_offset)),
        .attempt = attempt.attempts(),
        .wait = end.would_wait,
        .begin = request.range.begin,

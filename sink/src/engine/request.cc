@@ -9,6 +9,15 @@
 #endif
 
 namespace fwdsink {
+namespace {
+
+// "name=key" for the URL (--key-param), or empty.
+std::string KeyQuery(const std::string& key, const ForwardOptions& options) {
+  if (options.idempotency_query_param.empty()) return {};
+  return options.idempotency_query_param + "=" + PercentEncode(key);
+}
+
+}  // namespace
 
 std::string ChunkKey(std::string_view partition, std::uint64_t begin, std::uint64_t end) {
   return std::string(partition) + ":" + std::to_string(begin) + "-" + std::to_string(end);
@@ -21,9 +30,22 @@ Request MakeRequest(std::string_view partition, const Chunk& chunk, std::string&
             .key = ChunkKey(partition, chunk.begin, chunk.end),
             .body = chunk.body,
             .wire = &wire};
-  if (!options.idempotency_query_param.empty()) {
-    r.query = options.idempotency_query_param + "=" + PercentEncode(r.key);
-  }
+  r.query = KeyQuery(r.key, options);
+  return r;
+}
+
+Request MakePackRequest(const std::string& key, const std::vector<PackMember>& members,
+                        const Chunk& chunk, std::string& wire, const ForwardOptions& options) {
+  std::vector<ManifestMember> ids;
+  ids.reserve(members.size());
+  for (const PackMember& m : members) ids.push_back({m.partition, m.size, m.mtime_ns});
+  Request r{.partition = members.front().partition,
+            .range = {.begin = 0, .end = chunk.body.size(), .rows = chunk.rows},
+            .key = key,
+            .body = chunk.body,
+            .wire = &wire,
+            .members = MemberKeys(ids)};
+  r.query = KeyQuery(r.key, options);
   return r;
 }
 

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "engine/auth.h"
 #include "fwdsink/chunker.h"
@@ -44,6 +45,13 @@ inline constexpr std::string_view kMembersHeader = "Idempotency-Members";
 // The request for `chunk` of `partition`, whose wire bytes are `wire`.
 [[nodiscard]] Request MakeRequest(std::string_view partition, const Chunk& chunk, std::string& wire,
                                   const ForwardOptions& options);
+
+// The request for a pack of `members` under `key`, whose body (every member whole, in
+// order) is `chunk` and whose wire bytes are `wire`. @ref LLP 0027#key
+struct PackMember;  // fwdsink/forward_pack.h
+[[nodiscard]] Request MakePackRequest(const std::string& key,
+                                      const std::vector<PackMember>& members, const Chunk& chunk,
+                                      std::string& wire, const ForwardOptions& options);
 
 // The headers of `request` to the endpoint of `link`: content type and encoding, the
 // idempotency header, the extra headers, and the link's token or Basic credentials.
