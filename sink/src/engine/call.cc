@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The sink's call, its loop: it reads chunks (or takes a pack's one body), gives each its
 // Request and an Attempt, keeps up to a window of them in flight, runs their steps (the
-// one place that sleeps; the pipes post), and concludes each. @ref LLP 0014#core
+// one place that sleeps; the connections post), and concludes each. @ref LLP 0014#core
 // @ref LLP 0014#window
 #include "engine/call.h"
 
@@ -244,42 +244,42 @@ ForwardSink::Call::Flight& ForwardSink::Call::Open(std::uint64_t bytes) {
   return f;
 }
 
-// Posts every flight that wants to, each on a free pipe. A flight held for a pipe is
-// rechecked first: an answer that freed the pipe may have held the endpoint or moved
+// Posts every flight that wants to, each on a free connection. A flight held for a connection is
+// rechecked first: an answer that freed the connection may have held the endpoint or moved
 // the pacer's schedule since it reserved its slot. @ref LLP 0016#recheck
 void ForwardSink::Call::Dispatch() {
   for (auto it = flights_.begin(); it != flights_.end();) {
     Flight& f = *it;
-    if (f.step.kind != Attempt::Step::Kind::kPost || f.pipe >= 0) {
+    if (f.step.kind != Attempt::Step::Kind::kPost || f.conn >= 0) {
       ++it;
       continue;
     }
     if (posting_ >= 1 + extras_ && !TakeSlot()) return;  // a slot comes free with an answer
-    const int pipe = sink_.pipes.Take(options_.window);
-    if (pipe < 0) return;  // one comes free with the next answer
+    const int conn = sink_.connections.Take(options_.window);
+    if (conn < 0) return;  // one comes free with the next answer
     f.step = f.attempt->Recheck();
     if (f.step.kind != Attempt::Step::Kind::kPost) {
-      sink_.pipes.Give(pipe);
+      sink_.connections.Give(conn);
       Handle(it);  // may drop other flights: start over (those posting are skipped)
       it = flights_.begin();
       continue;
     }
-    Send(f, pipe);
+    Send(f, conn);
     ++it;
   }
 }
 
-void ForwardSink::Call::Send(Flight& f, int pipe) {
-  f.pipe = pipe;
+void ForwardSink::Call::Send(Flight& f, int conn) {
+  f.conn = conn;
   ++posting_;
   Flight* flight = &f;
-  sink_.pipes.Post(pipe, f.attempt->endpoint(), f.attempt->headers(), *f.request.wire,
-                   f.request.query, f.attempt->limits(), [this, flight](PostDone done) {
-                     std::lock_guard lock(answers_mu_);
-                     answers_.push_back({flight, std::move(done)});
-                     wake_.request_stop();
-                     answers_cv_.notify_all();
-                   });
+  sink_.connections.Post(conn, f.attempt->endpoint(), f.attempt->headers(), *f.request.wire,
+                         f.request.query, f.attempt->limits(), [this, flight](PostDone done) {
+                           std::lock_guard lock(answers_mu_);
+                           answers_.push_back({flight, std::move(done)});
+                           wake_.request_stop();
+                           answers_cv_.notify_all();
+                         });
 }
 
 // Hands every answer in to its attempt; false when there was none.
@@ -291,8 +291,8 @@ bool ForwardSink::Call::TakeAnswers() {
   }
   for (Answered& a : answers) {
     Flight& f = *a.flight;
-    sink_.pipes.Give(f.pipe);
-    f.pipe = -1;
+    sink_.connections.Give(f.conn);
+    f.conn = -1;
     --posting_;
     if (sink_.deps.latency) sink_.deps.latency->Observe(a.done.took);
     f.step = f.attempt->Answered(std::move(a.done.result), a.done.took);
@@ -325,7 +325,7 @@ void ForwardSink::Call::Handle(FlightIt it) {
     Remove(it);
     return;
   }
-  if (stopping_ && f.pipe < 0) Remove(it);
+  if (stopping_ && f.conn < 0) Remove(it);
 }
 
 // The partition stops: every flight not posting now is dropped (its range stays open in
@@ -333,14 +333,14 @@ void ForwardSink::Call::Handle(FlightIt it) {
 void ForwardSink::Call::DropIdle(const Flight* except) {
   for (auto it = flights_.begin(); it != flights_.end();) {
     auto next = std::next(it);
-    if (&*it != except && it->pipe < 0) Remove(it);
+    if (&*it != except && it->conn < 0) Remove(it);
     it = next;
   }
 }
 
 void ForwardSink::Call::Remove(FlightIt it) {
   Flight& f = *it;
-  FWDSINK_DCHECK(f.pipe < 0);
+  FWDSINK_DCHECK(f.conn < 0);
   sink_.deps.inflight->Give(f.bytes);
   bytes_held_ -= f.bytes;
   f.attempt.reset();

@@ -2,7 +2,7 @@
 // Private to the engine: one call of the sink, the one send path. A partition's call
 // keeps up to `window` chunks in flight at once, each with its own Request and Attempt
 // ("a flight"); a pack's call has one flight, the pack's body. The call runs their steps
-// on its thread (the one place that sleeps), posts on the pipes' threads, takes
+// on its thread (the one place that sleeps), posts on the connections' threads, takes
 // acknowledgements in any order into the cursor window, and concludes each flight by the
 // conclusion table. Implemented by call.cc (the loop), call_endings.cc (what each ending
 // does) and call_pack.cc (what a pack reads, and its endings).
@@ -24,9 +24,9 @@
 #include "engine/attempt.h"
 #include "engine/chunk_source.h"
 #include "engine/conclusion.h"
+#include "engine/connections.h"
 #include "engine/cursor_window.h"
 #include "engine/pacing_report.h"
-#include "engine/pipes.h"
 #include "engine/request.h"
 #include "engine/sink_impl.h"
 #include "fwdsink/forward_pack.h"
@@ -56,7 +56,7 @@ class ForwardSink::Call {
     Request request{};
     std::unique_ptr<Attempt> attempt;
     Attempt::Step step{};
-    int pipe = -1;            // the pipe its post runs on; -1 when not posting
+    int conn = -1;            // the connection its post runs on; -1 when not posting
     std::uint64_t bytes = 0;  // taken from the in-flight budget
   };
   using FlightIt = std::list<Flight>::iterator;
@@ -78,7 +78,7 @@ class ForwardSink::Call {
   void Launch(Flight& f);
   [[nodiscard]] bool Journal();
   void Dispatch();
-  void Send(Flight& f, int pipe);
+  void Send(Flight& f, int conn);
   [[nodiscard]] bool TakeAnswers();
   void WaitForEvent();
   void WakeDue(bool stopped);
@@ -139,7 +139,7 @@ class ForwardSink::Call {
   std::size_t posting_ = 0;                 // flights whose post runs now
   std::size_t extras_ = 0;                  // request slots held beyond the first
   std::uint64_t bytes_held_ = 0;            // taken from the in-flight budget
-  // Answers from the pipes' threads; `wake_` cuts a sleep short when one arrives.
+  // Answers from the connections' threads; `wake_` cuts a sleep short when one arrives.
   std::mutex answers_mu_;
   std::condition_variable answers_cv_;
   std::vector<Answered> answers_;  // guarded by answers_mu_

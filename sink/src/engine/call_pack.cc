@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // A pack in the sink's one call: what it reads and how it ends. The call reads every
 // member whole and checks it against its manifest, and sends the body as one flight (the
-// pack's key, its members' keys) through the same loop, gate, pacer, pipes, budget and
+// pack's key, its members' keys) through the same loop, gate, pacer, connections, budget and
 // verdicts as a partition's chunks; only its refusals and its delivery are its own.
 // @ref LLP 0027#call
 #include <algorithm>

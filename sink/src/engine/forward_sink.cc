@@ -69,8 +69,8 @@ PackResult ForwardSink::ForwardPack(const std::string& key,
 void ForwardSink::Close() {
   // @ref LLP 0014#close
   impl_->stop.request_stop();  // wakes a pause at once (stop_callback on the sleeper's cv)
-  // Shuts every pipe's sockets: connect, send or header wait fail at once.
-  impl_->pipes.AbortAll();
+  // Shuts every connection's sockets: connect, send or header wait fail at once.
+  impl_->connections.AbortAll();
 }
 
 bool ForwardSink::closed() const { return impl_->stop.stop_requested(); }

@@ -11,7 +11,7 @@
 
 #include "engine/auth.h"
 #include "engine/chunk_source.h"
-#include "engine/pipes.h"
+#include "engine/connections.h"
 #include "fwdsink/forward_sink.h"
 #include "io/single_slot_worker.h"
 
@@ -53,8 +53,8 @@ struct ForwardSink::Impl {
   // The extra headers and one link per endpoint, in deps.endpoints' order. Sender
   // thread only; never logged.
   SinkCredentials credentials;
-  // One connection per request in flight (pipe 0 posts on credentials.links').
-  Pipes pipes{EndpointUrls(options), options.transport, credentials.links, *deps.time};
+  // One connection per request in flight (connection 0 posts on credentials.links').
+  Connections connections{EndpointUrls(options), options.transport, credentials.links, *deps.time};
   std::stop_source stop;
   Counters counters;
   mutable std::mutex state_mu;
