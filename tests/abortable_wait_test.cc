@@ -7,7 +7,7 @@
 #include <chrono>
 #include <stop_token>
 
-#include "fake_clock.h"
+#include "support/fake_clock.h"
 
 using namespace std::chrono_literals;
 

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "fake_clock.h"
 #include "fwdsink/endpoints.h"
+#include "support/fake_clock.h"
 
 using namespace std::chrono_literals;
 using fwdsink::Attempt;

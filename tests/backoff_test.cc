@@ -6,10 +6,10 @@
 #include <optional>
 #include <vector>
 
-#include "fake_clock.h"
 #include "fwdsink/backoff.h"
 #include "fwdsink/retry_after.h"
 #include "saturating.h"
+#include "support/fake_clock.h"
 
 using namespace std::chrono_literals;
 using fwdsink::BackpressurePolicy;

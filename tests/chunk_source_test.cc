@@ -9,7 +9,7 @@
 #include <vector>
 
 #include "engine/chunk_source.h"
-#include "test_files.h"
+#include "support/test_files.h"
 
 using fwdsink::ChunkBuffers;
 using fwdsink::ChunkSource;

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "fwdsink/chunker.h"
-#include "test_files.h"
+#include "support/test_files.h"
 
 namespace {
 

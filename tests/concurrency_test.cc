@@ -5,7 +5,7 @@
 
 #include <doctest/doctest.h>
 
-#include "fake_clock.h"
+#include "support/fake_clock.h"
 
 namespace fwdsink {
 namespace {

@@ -10,7 +10,7 @@
 
 #include "fwdsink/spool.h"
 #include "spool/cursor_writer.h"
-#include "test_files.h"
+#include "support/test_files.h"
 
 using fwdsink::test::FreshDir;
 using fwdsink::test::WriteFile;

@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "fwdsink/spool.h"
-#include "test_files.h"
+#include "support/test_files.h"
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;

@@ -12,10 +12,10 @@
 #include <thread>
 #include <vector>
 
-#include "fake_clock.h"
 #include "fwdsink/driver.h"
-#include "scripted_server.h"
-#include "test_files.h"
+#include "support/fake_clock.h"
+#include "support/scripted_server.h"
+#include "support/test_files.h"
 
 using namespace std::chrono_literals;
 using fwdsink::test::FileNames;

@@ -14,7 +14,7 @@
 #include <thread>
 
 #include "fwdsink/settings.h"
-#include "scripted_server.h"
+#include "support/scripted_server.h"
 
 namespace {
 

@@ -7,7 +7,7 @@
 #include <string>
 
 #include "io/file_reader.h"
-#include "test_files.h"
+#include "support/test_files.h"
 
 namespace fs = std::filesystem;
 using fwdsink::Result;

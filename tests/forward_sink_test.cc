@@ -8,12 +8,12 @@
 #include <string>
 #include <vector>
 
-#include "fake_clock.h"
 #include "fwdsink/codec.h"
 #include "fwdsink/forward_sink.h"
 #include "io/zstd_decode.h"
-#include "scripted_server.h"
-#include "test_files.h"
+#include "support/fake_clock.h"
+#include "support/scripted_server.h"
+#include "support/test_files.h"
 
 using namespace std::chrono_literals;
 using fwdsink::Outcome;

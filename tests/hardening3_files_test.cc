@@ -13,7 +13,7 @@
 
 #include "fwdsink/read_file.h"
 #include "fwdsink/settings.h"
-#include "test_files.h"
+#include "support/test_files.h"
 
 namespace fs = std::filesystem;
 using fwdsink::ReadRegularFile;

@@ -18,7 +18,7 @@
 #include "fwdsink/fwdsink.h"
 #include "fwdsink/spool.h"
 #include "fwdsink/spool_writer.h"
-#include "test_files.h"
+#include "support/test_files.h"
 
 namespace fs = std::filesystem;
 using fwdsink::SpoolWriter;

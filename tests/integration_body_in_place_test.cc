@@ -11,8 +11,8 @@
 #include <new>
 #include <string>
 
-#include "central_process.h"
 #include "fwdsink/transport.h"
+#include "support/central_process.h"
 
 namespace {
 

@@ -14,10 +14,10 @@
 
 #include <doctest/doctest.h>
 
-#include "central_process.h"
 #include "fwdsink/settings.h"
-#include "it_support.h"
-#include "test_files.h"
+#include "support/central_process.h"
+#include "support/it_support.h"
+#include "support/test_files.h"
 
 extern char** environ;
 

@@ -15,7 +15,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
-#include "central_process.h"
+#include "support/central_process.h"
 
 namespace {
 

@@ -23,13 +23,13 @@
 #include <thread>
 #include <vector>
 
-#include "clickhouse_process.h"
-#include "daemon_process.h"
 #include "fwdsink/forward_pack.h"
 #include "fwdsink/pack_manifest.h"
 #include "fwdsink/spool_writer.h"
 #include "fwdsink/transport.h"
-#include "test_files.h"
+#include "support/clickhouse_process.h"
+#include "support/daemon_process.h"
+#include "support/test_files.h"
 
 namespace {
 
@@ -44,7 +44,7 @@ constexpr int kExitOk = 0, kExitDataErr = 65, kExitConfig = 78;
 constexpr std::uint64_t kRows = 200'000;
 constexpr const char* kTable = "(ts String, host String, v Float64) ENGINE = MergeTree ORDER BY ts";
 
-// One clickhouse-server for the whole suite (tests/clickhouse_process.h); stopped by PID
+// One clickhouse-server for the whole suite (tests/support/clickhouse_process.h); stopped by PID
 // (SIGTERM, then SIGKILL) at exit.
 class ClickHouse {
  public:

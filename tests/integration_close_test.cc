@@ -19,10 +19,10 @@
 
 #include "fwdsink/abortable_wait.h"
 #include "fwdsink/driver.h"
-#include "it_support.h"
-#include "phase_wait.h"
-#include "scripted_server.h"
-#include "test_files.h"
+#include "support/it_support.h"
+#include "support/phase_wait.h"
+#include "support/scripted_server.h"
+#include "support/test_files.h"
 
 using namespace std::chrono_literals;
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Exactly once into a replicated ClickHouse cluster (issue 24), LABEL cluster: ZooKeeper
-// and two clickhouse-server replicas from Debian (tests/clickhouse_process.h) on free
+// and two clickhouse-server replicas from Debian (tests/support/clickhouse_process.h) on free
 // loopback ports in the test's folder, a ReplicatedMergeTree table on both, and the
 // `fwdsink` daemon with both replicas as --url endpoints, `--profile clickhouse
 // --compression gzip`. Cases: a SIGKILL storm of the daemon, the primary frozen
@@ -28,10 +28,10 @@
 #include <thread>
 #include <vector>
 
-#include "clickhouse_process.h"
-#include "daemon_process.h"
 #include "fwdsink/spool_writer.h"
-#include "test_files.h"
+#include "support/clickhouse_process.h"
+#include "support/daemon_process.h"
+#include "support/test_files.h"
 
 namespace {
 

@@ -15,8 +15,8 @@
 #include <vector>
 
 #include "fwdsink/driver.h"
-#include "scripted_server.h"
-#include "test_files.h"
+#include "support/scripted_server.h"
+#include "support/test_files.h"
 
 using namespace std::chrono_literals;
 

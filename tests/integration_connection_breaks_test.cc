@@ -15,10 +15,10 @@
 #include <thread>
 #include <vector>
 
-#include "central_process.h"
 #include "fwdsink/transport.h"
-#include "it_support.h"
-#include "raw_server.h"
+#include "support/central_process.h"
+#include "support/it_support.h"
+#include "support/raw_server.h"
 
 namespace {
 

@@ -17,7 +17,7 @@
 
 #include "fwdsink/spool.h"
 #include "spool/cursor_writer.h"
-#include "test_files.h"
+#include "support/test_files.h"
 
 namespace {
 

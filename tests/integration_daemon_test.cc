@@ -13,12 +13,12 @@
 
 #include <nlohmann/json.hpp>
 
-#include "central_process.h"
-#include "daemon_process.h"
 #include "fwdsink/spool.h"
 #include "fwdsink/spool_writer.h"
 #include "fwdsink/telemetry.h"
-#include "test_files.h"
+#include "support/central_process.h"
+#include "support/daemon_process.h"
+#include "support/test_files.h"
 
 namespace {
 

@@ -12,9 +12,9 @@
 #include <string>
 #include <thread>
 
-#include "central_process.h"
-#include "daemon_process.h"
-#include "it_support.h"
+#include "support/central_process.h"
+#include "support/daemon_process.h"
+#include "support/it_support.h"
 
 namespace {
 

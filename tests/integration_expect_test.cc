@@ -22,11 +22,11 @@
 
 #include <openssl/ssl.h>
 
-#include "central_process.h"
 #include "fwdsink/transport.h"
-#include "it_support.h"
-#include "raw_server.h"
-#include "test_files.h"
+#include "support/central_process.h"
+#include "support/it_support.h"
+#include "support/raw_server.h"
+#include "support/test_files.h"
 
 namespace {
 

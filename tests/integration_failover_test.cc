@@ -6,8 +6,8 @@
 
 #include <thread>
 
-#include "it_support.h"
-#include "two_receivers.h"
+#include "support/it_support.h"
+#include "support/two_receivers.h"
 
 namespace fwdsink::test {
 namespace {

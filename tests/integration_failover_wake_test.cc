@@ -13,12 +13,12 @@
 #include <string>
 #include <vector>
 
-#include "fake_clock.h"
 #include "fwdsink/endpoints.h"
 #include "fwdsink/forward_sink.h"
-#include "it_support.h"
-#include "scripted_server.h"
-#include "test_files.h"
+#include "support/fake_clock.h"
+#include "support/it_support.h"
+#include "support/scripted_server.h"
+#include "support/test_files.h"
 
 using namespace std::chrono_literals;
 using fwdsink::Endpoints;

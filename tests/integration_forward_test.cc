@@ -14,10 +14,10 @@
 #include <thread>
 #include <vector>
 
-#include "central_process.h"
 #include "fwdsink/forward_sink.h"
-#include "it_support.h"
-#include "phase_wait.h"
+#include "support/central_process.h"
+#include "support/it_support.h"
+#include "support/phase_wait.h"
 
 using namespace std::chrono_literals;
 using fwdsink::Outcome;

@@ -17,12 +17,12 @@
 #include <thread>
 #include <vector>
 
-#include "central_process.h"
-#include "daemon_process.h"
-#include "hostile_server.h"
-#include "it_support.h"
-#include "scripted_server.h"
-#include "test_files.h"
+#include "support/central_process.h"
+#include "support/daemon_process.h"
+#include "support/hostile_server.h"
+#include "support/it_support.h"
+#include "support/scripted_server.h"
+#include "support/test_files.h"
 
 namespace {
 

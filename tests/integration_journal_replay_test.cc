@@ -15,10 +15,10 @@
 #include <string>
 #include <vector>
 
-#include "central_process.h"
-#include "daemon_process.h"
 #include "fwdsink/spool.h"
-#include "it_support.h"
+#include "support/central_process.h"
+#include "support/daemon_process.h"
+#include "support/it_support.h"
 
 namespace {
 

@@ -17,9 +17,9 @@
 #include "fwdsink/forward_pack.h"
 #include "fwdsink/pack_manifest.h"
 #include "fwdsink/transport.h"
-#include "it_support.h"
-#include "ports.h"
-#include "two_receivers.h"
+#include "support/it_support.h"
+#include "support/ports.h"
+#include "support/two_receivers.h"
 
 namespace fwdsink::test {
 namespace {

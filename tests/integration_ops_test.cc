@@ -22,13 +22,13 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
-#include "central_process.h"
-#include "daemon_process.h"
 #include "fwdsink/spool.h"
 #include "fwdsink/spool_stats.h"
 #include "fwdsink/spool_writer.h"
-#include "metrics_client.h"
-#include "test_files.h"
+#include "support/central_process.h"
+#include "support/daemon_process.h"
+#include "support/metrics_client.h"
+#include "support/test_files.h"
 
 namespace {
 

@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "central_process.h"
 #include "fwdsink/forward_sink.h"
-#include "it_support.h"
+#include "support/central_process.h"
+#include "support/it_support.h"
 
 using namespace std::chrono_literals;
 using fwdsink::Outcome;

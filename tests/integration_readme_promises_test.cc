@@ -31,15 +31,15 @@
 
 #include <httplib.h>
 
-#include "central_process.h"
-#include "daemon_process.h"
 #include "fwdsink/spool.h"
 #include "fwdsink/spool_stats.h"
 #include "fwdsink/spool_writer.h"
 #include "fwdsink/version.h"
-#include "metrics_client.h"
-#include "scripted_server.h"
-#include "test_files.h"
+#include "support/central_process.h"
+#include "support/daemon_process.h"
+#include "support/metrics_client.h"
+#include "support/scripted_server.h"
+#include "support/test_files.h"
 
 namespace {
 

@@ -18,10 +18,10 @@
 #include <string>
 #include <thread>
 
-#include "daemon_process.h"
 #include "fwdsink/transport.h"
-#include "it_support.h"
-#include "test_files.h"
+#include "support/daemon_process.h"
+#include "support/it_support.h"
+#include "support/test_files.h"
 
 namespace {
 

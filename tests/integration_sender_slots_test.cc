@@ -15,11 +15,11 @@
 #include <vector>
 
 #include "driver/sender_slots.h"
-#include "fake_clock.h"
 #include "fwdsink/driver.h"
-#include "it_support.h"
-#include "scripted_server.h"
-#include "test_files.h"
+#include "support/fake_clock.h"
+#include "support/it_support.h"
+#include "support/scripted_server.h"
+#include "support/test_files.h"
 
 using namespace std::chrono_literals;
 using fwdsink::LaneSlot;

@@ -14,9 +14,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "central_process.h"
-#include "daemon_process.h"
 #include "fwdsink/settings.h"
+#include "support/central_process.h"
+#include "support/daemon_process.h"
 
 namespace {
 

@@ -13,9 +13,9 @@
 
 #include <httplib.h>
 
-#include "central_process.h"
 #include "fwdsink/forward_sink.h"
-#include "it_support.h"
+#include "support/central_process.h"
+#include "support/it_support.h"
 
 using namespace std::chrono_literals;
 using fwdsink::Outcome;

@@ -23,10 +23,10 @@
 #include <thread>
 #include <vector>
 
-#include "central_process.h"
-#include "daemon_process.h"
-#include "it_support.h"
-#include "test_files.h"
+#include "support/central_process.h"
+#include "support/daemon_process.h"
+#include "support/it_support.h"
+#include "support/test_files.h"
 
 namespace {
 

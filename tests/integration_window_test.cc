@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "fwdsink/forward_sink.h"
-#include "it_support.h"
-#include "test_files.h"
+#include "support/it_support.h"
+#include "support/test_files.h"
 
 using namespace std::chrono_literals;
 

@@ -26,7 +26,7 @@
 #include "engine/cursor_window.h"
 #include "fwdsink/spool.h"
 #include "spool/cursor_writer.h"
-#include "test_files.h"
+#include "support/test_files.h"
 
 namespace fs = std::filesystem;
 using fwdsink::CursorRange;

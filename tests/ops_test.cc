@@ -10,7 +10,6 @@
 #include <string>
 #include <vector>
 
-#include "fake_clock.h"
 #include "fwdsink/dead_letters.h"
 #include "fwdsink/driver.h"
 #include "fwdsink/histogram.h"
@@ -18,7 +17,8 @@
 #include "fwdsink/spool.h"
 #include "fwdsink/spool_stats.h"
 #include "fwdsink/spool_writer.h"
-#include "test_files.h"
+#include "support/fake_clock.h"
+#include "support/test_files.h"
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;

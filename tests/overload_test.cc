@@ -4,9 +4,9 @@
 
 #include <chrono>
 
-#include "fake_clock.h"
 #include "fwdsink/gate.h"
 #include "fwdsink/overload.h"
+#include "support/fake_clock.h"
 
 using namespace std::chrono_literals;
 

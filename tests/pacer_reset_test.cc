@@ -8,9 +8,9 @@
 #include <optional>
 #include <string_view>
 
-#include "fake_clock.h"
 #include "fwdsink/pacer.h"
 #include "fwdsink/ratelimit.h"
+#include "support/fake_clock.h"
 
 using namespace std::chrono_literals;
 using fwdsink::EndpointPacer;

@@ -10,9 +10,9 @@
 #include <memory>
 #include <vector>
 
-#include "fake_clock.h"
 #include "fwdsink/pacer.h"
-#include "jain.h"
+#include "support/fake_clock.h"
+#include "support/jain.h"
 
 using namespace std::chrono_literals;
 using fwdsink::AdvertisedQuota;

@@ -8,8 +8,8 @@
 #include <chrono>
 #include <cmath>
 
-#include "fake_clock.h"
 #include "fwdsink/pacer.h"
+#include "support/fake_clock.h"
 
 using namespace std::chrono_literals;
 using fwdsink::AdvertisedQuota;

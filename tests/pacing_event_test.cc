@@ -12,9 +12,9 @@
 
 #include "fwdsink/forward_sink.h"
 #include "fwdsink/telemetry.h"
-#include "it_support.h"
-#include "scripted_server.h"
-#include "test_files.h"
+#include "support/it_support.h"
+#include "support/scripted_server.h"
+#include "support/test_files.h"
 
 namespace {
 

@@ -13,12 +13,12 @@
 #include <vector>
 
 #include "driver/packs.h"
-#include "fake_clock.h"
 #include "fwdsink/driver.h"
 #include "fwdsink/forward_pack.h"
 #include "fwdsink/pack_manifest.h"
-#include "scripted_server.h"
-#include "test_files.h"
+#include "support/fake_clock.h"
+#include "support/scripted_server.h"
+#include "support/test_files.h"
 
 using namespace std::chrono_literals;
 using fwdsink::ManifestMember;

@@ -21,12 +21,12 @@
 
 #include <httplib.h>
 
-#include "fake_clock.h"
 #include "fwdsink/driver.h"
 #include "fwdsink/spool.h"
 #include "fwdsink/spool_writer.h"
-#include "scripted_server.h"
-#include "test_files.h"
+#include "support/fake_clock.h"
+#include "support/scripted_server.h"
+#include "support/test_files.h"
 
 using namespace std::chrono_literals;
 using fwdsink::test::FileNames;

@@ -10,13 +10,13 @@
 #include <map>
 #include <string>
 
-#include "fake_clock.h"
 #include "fwdsink/codec.h"
 #include "fwdsink/forward_sink.h"
 #include "fwdsink/transport.h"
 #include "request_options.h"
-#include "scripted_server.h"
-#include "test_files.h"
+#include "support/fake_clock.h"
+#include "support/scripted_server.h"
+#include "support/test_files.h"
 
 using namespace std::chrono_literals;
 using fwdsink::Endpoint;

@@ -13,7 +13,7 @@
 #include "fwdsink/spool.h"
 #include "spool/spool_io.h"
 #include "spool/spool_records.h"
-#include "test_files.h"
+#include "support/test_files.h"
 
 namespace fs = std::filesystem;
 using fwdsink::CursorRange;

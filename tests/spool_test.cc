@@ -13,9 +13,9 @@
 #include <unordered_set>
 #include <vector>
 
-#include "dir_events.h"
 #include "spool/spool_io.h"
-#include "test_files.h"
+#include "support/dir_events.h"
+#include "support/test_files.h"
 
 namespace fs = std::filesystem;
 using fwdsink::CursorStatus;

@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
-#include "dir_events.h"
 #include "fwdsink/spool.h"
-#include "test_files.h"
+#include "support/dir_events.h"
+#include "support/test_files.h"
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;

@@ -9,8 +9,8 @@
 
 #include <string>
 
-#include "daemon_process.h"
-#include "it_support.h"
+#include "support/daemon_process.h"
+#include "support/it_support.h"
 
 namespace fwdsink::test {
 

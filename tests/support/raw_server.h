@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "fwdsink/transport.h"
-#include "it_support.h"
+#include "support/it_support.h"
 
 namespace fwdsink::test {
 

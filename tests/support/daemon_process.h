@@ -42,7 +42,7 @@
 
 #include <doctest/doctest.h>
 
-#include "test_files.h"
+#include "support/test_files.h"
 
 extern char** environ;
 

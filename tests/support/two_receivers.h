@@ -14,8 +14,8 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
-#include "central_process.h"
-#include "daemon_process.h"
+#include "support/central_process.h"
+#include "support/daemon_process.h"
 
 namespace fwdsink::test {
 

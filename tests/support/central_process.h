@@ -36,7 +36,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
-#include "test_files.h"
+#include "support/test_files.h"
 
 extern char** environ;
 

@@ -34,8 +34,8 @@
 #include <thread>
 #include <vector>
 
-#include "ports.h"
-#include "test_files.h"
+#include "support/ports.h"
+#include "support/test_files.h"
 
 namespace fwdsink::test {
 
