@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Helpers shared by the forward sink's end-to-end tests (integration_*_test.cc): a sink
+// Helpers shared by the forward sink's end-to-end tests (tests/integration/): a sink
 // on the real clock that records its events and acks, partition writers, and checks on
 // the receiver's request log.
 //

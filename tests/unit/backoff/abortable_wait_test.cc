@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The fake clock: sleeps advance time at once, a stopped sleep does not, a wall-clock
 // step leaves monotonic time alone. The real WaitFor and RealSleeper, which wait on the
-// real clock, are in integration_abortable_wait_test.cc.
+// real clock, are in tests/integration/abortable_wait_test.cc.
 #include <doctest/doctest.h>
 
 #include <chrono>

@@ -553,7 +553,7 @@ TEST_CASE("EveryRowArrivesExactlyOnceUnderThrottlingInjectedFailuresAndReplays")
                          std::to_string(3 * kChunkBytes), "--fail-status", "503", "--fail-every",
                          "4"}));
   // Pacing off: this test is about re-sends under throttling, and the pacer would learn
-  // the bucket and avoid its 429s (integration_pacing_test.cc checks that it does).
+  // the bucket and avoid its 429s (tests/integration/pacing_test.cc checks that it does).
   auto options = OptionsFor(central, {200ms});
   options.pacing.enabled = false;
   SinkRun run(options);
