@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The verdict, as a table: every status class and header combination, no sockets.
+// The verdict, as a table: every status class and header combination, no sockets; and
+// a refused single row, poison only when the data is the cause.
+// @ref LLP 0023#request-level-refusals
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -302,4 +304,33 @@ TEST_CASE("ExtractReasonFindsTheLimiterEvenInATruncatedBody") {
         "req_rate");
   CHECK(fwdsink::ExtractReason("<html>busy</html>").empty());
   CHECK(fwdsink::ExtractReason("").empty());
+}
+
+TEST_CASE("A refused single row is poison only when the data is the cause") {
+  const auto single = [](int status, bool json, bool acked) {
+    return Classify(
+        Answer{.status = status, .rows = 1, .row_is_json = json, .split_tree_acked = acked});
+  };
+  SUBCASE("well-formed, nothing of its request accepted: the request is refused") {
+    for (int status : {400, 422}) {
+      const auto v = single(status, true, false);
+      CHECK(v.action == Action::kRespool);
+      CHECK(v.respool_reason == RespoolReason::kRequestRefused);
+      CHECK(v.status == status);
+    }
+  }
+  SUBCASE("twin: not JSON is poison") {
+    CHECK(single(400, false, false).action == Action::kPoison);
+    CHECK(single(422, false, true).action == Action::kPoison);
+  }
+  SUBCASE("twin: well-formed but its siblings were accepted: poison (a schema refusal)") {
+    CHECK(single(400, true, true).action == Action::kPoison);
+    CHECK(single(422, true, true).action == Action::kPoison);
+  }
+  SUBCASE("413 on one row is the row's size: poison whatever it holds") {
+    CHECK(single(413, true, false).action == Action::kPoison);
+  }
+  SUBCASE("two rows or more still split") {
+    CHECK(Classify(Answer{.status = 400, .rows = 2, .row_is_json = true}).action == Action::kSplit);
+  }
 }
