@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 // The settings table (fwdsink/settings.h): precedence by source, errors that name the
-// source and the key, the TOML file, the FWDSINK_* environment, redaction.
+// source and the key, the TOML file, the FWDSINK_* environment, redaction; and the config
+// and credential files read by ReadRegularFile (a folder, a device, a file too large are
+// refused, naming the file). @ref LLP 0023#regular-files
 #include "fwdsink/settings.h"
 
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <filesystem>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,6 +17,7 @@
 
 namespace {
 
+namespace fs = std::filesystem;
 using fwdsink::Settings;
 using fwdsink::SettingSource;
 using fwdsink::StatusCode;
@@ -26,6 +31,8 @@ constexpr std::string_view kUrl = "http://127.0.0.1:9/ingest";
 bool Contains(const std::string& text, std::string_view part) {
   return text.find(part) != std::string::npos;
 }
+
+bool Has(const std::string& text, std::string_view part) { return Contains(text, part); }
 
 // Settings with the two required keys set by flags.
 Settings Required() {
@@ -354,5 +361,46 @@ TEST_CASE(
     CHECK(st.code() == StatusCode::kInvalidArgument);
     CHECK(Contains(st.message(), "--expect-continue-bytes"));
     CHECK(Contains(st.message(), "4x"));
+  }
+}
+
+TEST_CASE("The config file and the credential files are read by ReadRegularFile") {
+  const fs::path dir = FreshDir(kSuite, "callers");
+  SUBCASE("Settings::LoadFile: a folder, /dev/zero, 2 MiB") {
+    fwdsink::Settings s;
+    fwdsink::Status e = s.LoadFile(dir);
+    CHECK(e.field() == "config_file");
+    CHECK(Has(e.message(), "is a directory, not a regular file"));
+    e = s.LoadFile("/dev/zero");
+    CHECK(Has(e.message(), "/dev/zero is a character device"));
+    REQUIRE(WriteFile(dir / "huge.toml", "label = \"x\"\n" + std::string(2 << 20, '#')));
+    e = s.LoadFile(dir / "huge.toml");
+    CHECK(Has(e.message(), "is larger than 1048576 bytes"));
+    REQUIRE(WriteFile(dir / "ok.toml", "label = \"x\"\n"));
+    CHECK(s.LoadFile(dir / "ok.toml").ok());  // twin
+  }
+  SUBCASE("token, header and Basic-auth files") {
+    CHECK(Has(fwdsink::CheckTokenFile(dir).message(), "is a directory"));
+    CHECK(Has(fwdsink::CheckTokenFile("/dev/zero").message(), "a character device"));
+    fwdsink::ForwardOptions forward;
+    fwdsink::RequestFiles files;
+    files.header_files = {{"X-Key", dir}};
+    CHECK(Has(fwdsink::LoadRequestSecrets(files, forward).message(),
+              "header_file " + dir.string() + ": " + dir.string() + " is a directory"));
+    files.header_files.clear();
+    files.basic_auth_file = dir;
+    CHECK(Has(fwdsink::LoadRequestSecrets(files, forward).message(), "is a directory"));
+    REQUIRE(WriteFile(dir / "token", "t0k3n\n"));
+    CHECK(fwdsink::CheckTokenFile(dir / "token").ok());  // twin
+  }
+  SUBCASE("the token provider keeps its token when the file becomes a folder") {
+    REQUIRE(WriteFile(dir / "token", "first\n"));
+    auto tokens = fwdsink::FileTokenProvider(dir / "token");
+    CHECK(tokens(false) == std::optional<std::string>("first"));
+    fs::remove(dir / "token");
+    fs::create_directory(dir / "token");
+    CHECK(tokens(true) == std::optional<std::string>("first"));
+    fs::remove(dir / "token");
+    CHECK(tokens(true) == std::nullopt);  // twin: a missing file is no token
   }
 }

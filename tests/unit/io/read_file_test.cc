@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// Issue 25, items 3 and 4: ReadRegularFile refuses folders, FIFOs and devices before a
-// byte is read, caps the size, and is the one way the library and the daemon read a
-// file whole — a source scan fails on any other reader. @ref LLP 0023#regular-files
+// ReadRegularFile (fwdsink/read_file.h): folders, FIFOs and devices are refused before a
+// byte is read, the size is capped, and it is the one way the library and the daemon read
+// a file whole: a source scan fails on any other reader. Its callers (the config file, the
+// credential files) are tested with the settings, in unit/ops/settings_test.cc.
+// @ref LLP 0023#regular-files
 #include <doctest/doctest.h>
 #include <sys/stat.h>
 
@@ -12,7 +14,6 @@
 #include <vector>
 
 #include "fwdsink/read_file.h"
-#include "fwdsink/settings.h"
 #include "support/test_files.h"
 
 namespace fs = std::filesystem;
@@ -24,7 +25,7 @@ using fwdsink::test::WriteFile;
 
 namespace {
 
-constexpr std::string_view kSuite = "hardening3_files_test";
+constexpr std::string_view kSuite = "read_file_test";
 
 bool Has(const std::string& text, std::string_view part) {
   return text.find(part) != std::string::npos;
@@ -72,47 +73,6 @@ TEST_CASE("ReadRegularFile: folders, FIFOs and devices are refused at once, size
     fs::create_symlink(dir / "ok", dir / "link");
     CHECK(ReadRegularFile(dir / "link").ok());
     CHECK_FALSE(ReadRegularFile(dir / "link", {.follow_symlinks = false}).ok());
-  }
-}
-
-TEST_CASE("The config file and the credential files are read by ReadRegularFile") {
-  const fs::path dir = FreshDir(kSuite, "callers");
-  SUBCASE("Settings::LoadFile: a folder, /dev/zero, 2 MiB") {
-    fwdsink::Settings s;
-    fwdsink::Status e = s.LoadFile(dir);
-    CHECK(e.field() == "config_file");
-    CHECK(Has(e.message(), "is a directory, not a regular file"));
-    e = s.LoadFile("/dev/zero");
-    CHECK(Has(e.message(), "/dev/zero is a character device"));
-    REQUIRE(WriteFile(dir / "huge.toml", "label = \"x\"\n" + std::string(2 << 20, '#')));
-    e = s.LoadFile(dir / "huge.toml");
-    CHECK(Has(e.message(), "is larger than 1048576 bytes"));
-    REQUIRE(WriteFile(dir / "ok.toml", "label = \"x\"\n"));
-    CHECK(s.LoadFile(dir / "ok.toml").ok());  // twin
-  }
-  SUBCASE("token, header and Basic-auth files") {
-    CHECK(Has(fwdsink::CheckTokenFile(dir).message(), "is a directory"));
-    CHECK(Has(fwdsink::CheckTokenFile("/dev/zero").message(), "a character device"));
-    fwdsink::ForwardOptions forward;
-    fwdsink::RequestFiles files;
-    files.header_files = {{"X-Key", dir}};
-    CHECK(Has(fwdsink::LoadRequestSecrets(files, forward).message(),
-              "header_file " + dir.string() + ": " + dir.string() + " is a directory"));
-    files.header_files.clear();
-    files.basic_auth_file = dir;
-    CHECK(Has(fwdsink::LoadRequestSecrets(files, forward).message(), "is a directory"));
-    REQUIRE(WriteFile(dir / "token", "t0k3n\n"));
-    CHECK(fwdsink::CheckTokenFile(dir / "token").ok());  // twin
-  }
-  SUBCASE("the token provider keeps its token when the file becomes a folder") {
-    REQUIRE(WriteFile(dir / "token", "first\n"));
-    auto tokens = fwdsink::FileTokenProvider(dir / "token");
-    CHECK(tokens(false) == std::optional<std::string>("first"));
-    fs::remove(dir / "token");
-    fs::create_directory(dir / "token");
-    CHECK(tokens(true) == std::optional<std::string>("first"));
-    fs::remove(dir / "token");
-    CHECK(tokens(true) == std::nullopt);  // twin: a missing file is no token
   }
 }
 
