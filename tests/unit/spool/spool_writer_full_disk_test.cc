@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// Issue 25, item 1: the producer's writer on a full disk. A failed append cuts the file
-// back to its last whole row, keeps the partition open and says the row was not taken;
-// once space returns, append and seal go on and every accepted row reaches ready/.
-// The disk fills two ways: a per-process file size limit (RLIMIT_FSIZE, EFBIG, runs
-// anywhere) and a small tmpfs mounted here (real ENOSPC; skipped when mount is refused).
-// @ref LLP 0023#writer-enospc
+// SpoolWriter, the producer's writer, on a full disk (issue 25 item 1), called from C++
+// and through the C API. A failed append cuts the file back to its last whole row, keeps
+// the partition open and says the row was not taken; once space returns, append and seal
+// go on and every accepted row reaches ready/. The disk fills two ways: a per-process
+// file size limit (RLIMIT_FSIZE, EFBIG, runs anywhere) and a small tmpfs mounted here
+// (real ENOSPC; skipped when mount is refused). A file of its own: the limit and the
+// ignored SIGXFSZ are the whole process's. @ref LLP 0023#writer-enospc
 #include <doctest/doctest.h>
 #include <sys/mount.h>
 #include <sys/resource.h>
@@ -27,7 +28,7 @@ using fwdsink::test::ReadLines;
 
 namespace {
 
-constexpr std::string_view kSuite = "hardening3_writer_test";
+constexpr std::string_view kSuite = "spool_writer_full_disk_test";
 constexpr std::size_t kRowPad = 90;            // ~100-byte rows
 constexpr std::uint64_t kFileLimit = 200'000;  // RLIMIT_FSIZE: not a multiple of a row
 constexpr int kMaxRows = 100'000;              // a full disk is reached long before
