@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Spool: ready partitions, the persisted cursor, failure history, delivery.
+// Spool: ready partitions, the persisted cursor, failure history, delivery; a reader's
+// OpenExisting, which creates nothing.
 #include "fwdsink/spool.h"
 
 #include <doctest/doctest.h>
@@ -386,5 +387,35 @@ TEST_CASE("A cursor of another file under the same name is not resumed") {
     CHECK(c.status == CursorStatus::kOk);
     CHECK(c.offset == kSecondLineStart);
     CHECK_FALSE(c.identity.has_value());
+  }
+}
+
+// ---- README "fwdsink status ... writes nothing": the reader's open creates nothing.
+
+TEST_CASE("SpoolOpenExistingCreatesNothingAndNamesTheMissingFolder") {
+  const auto dir = FreshDir(kSuite, "open_existing");
+  SUBCASE("no spool at all: kNotFound, and no folder made") {
+    const auto s = fwdsink::Spool::OpenExisting(dir / "spool");
+    CHECK(s.status().code() == fwdsink::StatusCode::kNotFound);
+    CHECK(s.status().message() == "no spool folder " + (dir / "spool").string());
+    CHECK_FALSE(std::filesystem::exists(dir / "spool"));
+  }
+  SUBCASE("dead/ missing: kNotFound naming it, nothing made") {
+    for (const char* sub : {"ready", "state"}) std::filesystem::create_directories(dir / sub);
+    const auto s = fwdsink::Spool::OpenExisting(dir);
+    CHECK(s.status().code() == fwdsink::StatusCode::kNotFound);
+    CHECK(s.status().message() == "no spool folder " + (dir / "dead").string());
+    CHECK(FileNames(dir) == std::vector<std::string>{"ready", "state"});
+  }
+  SUBCASE("twin: ready/, state/ and dead/ there, incoming/ not: opened, still not made") {
+    for (const char* sub : {"ready", "state", "dead"})
+      std::filesystem::create_directories(dir / sub);
+    const auto s = fwdsink::Spool::OpenExisting(dir);
+    REQUIRE(s.ok());
+    CHECK(s->ListReady().ok());
+    CHECK(FileNames(dir) == std::vector<std::string>{"dead", "ready", "state"});
+    // Spool::Open, by contrast, makes what is missing.
+    REQUIRE(fwdsink::Spool::Open(dir).ok());
+    CHECK(FileNames(dir) == std::vector<std::string>{"dead", "incoming", "ready", "state"});
   }
 }

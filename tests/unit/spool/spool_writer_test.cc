@@ -1,12 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
-// SpoolWriter: rows in, sealed partitions out, rolled by size and by age.
+// SpoolWriter: rows in, sealed partitions out, rolled by size and by age; names unique
+// across threads and processes.
 #include "fwdsink/spool_writer.h"
 
 #include <doctest/doctest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <regex>
+#include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "fwdsink/spool.h"
@@ -19,6 +26,7 @@ using fwdsink::Spool;
 using fwdsink::SpoolWriter;
 using fwdsink::SpoolWriterOptions;
 using fwdsink::StatusCode;
+using fwdsink::test::FileNames;
 using fwdsink::test::FreshDir;
 using fwdsink::test::ReadFile;
 
@@ -237,4 +245,89 @@ TEST_CASE("SpoolWriter validates its options") {
   CHECK(SpoolWriter::Open(dir, SpoolWriterOptions{.now = nullptr}).status().code() ==
         StatusCode::kInvalidArgument);
   CHECK(SpoolWriter::Open(dir, SpoolWriterOptions{}).ok());
+}
+
+// ---- README "The producer contract", 2: SpoolWriter names are unique across threads
+// and processes.
+
+namespace {
+
+// One fixed wall time for every writer: names can then differ only by pid and
+// sequence number, which is what is checked.
+fwdsink::SpoolWriterOptions FixedTime() {
+  fwdsink::SpoolWriterOptions o;
+  o.wall_now = [] { return std::chrono::system_clock::time_point{1'780'000'000s}; };
+  return o;
+}
+
+// Seals `n` one-row partitions; returns their names (empty on any failure).
+std::vector<std::string> SealSome(const std::filesystem::path& spool, int n, int tag) {
+  auto w = fwdsink::SpoolWriter::Open(spool, FixedTime());
+  if (!w.ok()) return {};
+  for (int i = 0; i < n; ++i) {
+    if (!w->Append("{\"t\":" + std::to_string(tag) + ",\"i\":" + std::to_string(i) + "}").ok()) {
+      return {};
+    }
+    auto sealed = w->Seal();
+    if (!sealed.ok() || !sealed->has_value()) return {};
+  }
+  return w->sealed();
+}
+
+}  // namespace
+
+TEST_CASE("SpoolWriterNamesAreUniqueAcrossThreadsAndProcesses") {
+  const auto spool = FreshDir(kSuite, "unique_names");
+  constexpr int kThreads = 6, kProcesses = 4, kEach = 20;
+  // Processes first (forked while this process has one thread), then threads.
+  std::vector<pid_t> children;
+  for (int p = 0; p < kProcesses; ++p) {
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) _exit(SealSome(spool, kEach, 100 + p).size() == kEach ? 0 : 1);
+    children.push_back(pid);
+  }
+  for (const pid_t pid : children) {
+    int status = 0;
+    REQUIRE(::waitpid(pid, &status, 0) == pid);
+    CHECK(WIFEXITED(status));
+    CHECK(WEXITSTATUS(status) == 0);
+  }
+  std::vector<std::vector<std::string>> by_thread(kThreads);
+  {
+    std::vector<std::jthread> threads;
+    for (int t = 0; t < kThreads; ++t) {
+      threads.emplace_back([&, t] { by_thread[t] = SealSome(spool, kEach, t); });
+    }
+  }
+  std::set<std::string> mine;
+  for (const auto& names : by_thread) {
+    CHECK(names.size() == kEach);
+    mine.insert(names.begin(), names.end());
+  }
+  CHECK(mine.size() == kThreads * kEach);  // unique across this process's threads
+  // Nothing was overwritten: every partition sealed is in ready/, once.
+  const auto files = FileNames(spool / "ready");
+  CHECK(files.size() == (kThreads + kProcesses) * kEach);
+  const std::regex shape(R"(20260528T202640\.000Z-(\d+)-\d{8}\.ndjson)");
+  std::set<std::string> pids;
+  for (const auto& f : files) {
+    std::smatch m;
+    REQUIRE_MESSAGE(std::regex_match(f, m, shape), f);
+    pids.insert(m[1]);
+  }
+  CHECK(pids.size() == kProcesses + 1);  // the children's and this process's
+
+  SUBCASE("twin: names sort by the wall time first, whatever the pid") {
+    auto o = FixedTime();
+    o.wall_now = [] { return std::chrono::system_clock::time_point{1'780'000'001s}; };
+    auto w = fwdsink::SpoolWriter::Open(spool, o);
+    REQUIRE(w.ok());
+    REQUIRE(w->Append("{}").ok());
+    auto later = w->Seal();
+    REQUIRE(later.ok());
+    REQUIRE(later->has_value());
+    CHECK(**later > *std::max_element(files.begin(), files.end()));
+    CHECK((*later)->starts_with("20260528T202641.000Z-"));
+  }
 }

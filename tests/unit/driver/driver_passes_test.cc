@@ -1,20 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
-// README promises that had no test of their own, checked at the library level on the
-// fake clock against in-process servers on 127.0.0.1: a torn tail goes to dead/ with its
-// event, --max-split-requests bounds a bisection, the pauses between passes are spread
-// ±50 %, auth and configuration outages back off and never reach the horizon, and
-// SpoolWriter's names are unique across threads and processes. (The daemon's side of
-// the same promises is in integration_readme_promises_test.)
+// A driver's passes on the fake clock, against in-process servers on 127.0.0.1, as the
+// README promises them: a torn tail goes to dead/ with its event once the whole lines are
+// sent, --max-split-requests bounds a bisection and blames the refusal on the request,
+// the pauses between passes are spread ±50 %, and auth and configuration outages back
+// off like throttling and never reach the horizon. (The daemon's side: a torn tail in
+// tests/integration/dead_letters_test.cc, an auth outage past the horizon in
+// tests/integration/failure_backoff_test.cc.)
 #include <doctest/doctest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <atomic>
 #include <chrono>
 #include <filesystem>
 #include <mutex>
-#include <regex>
-#include <set>
 #include <string>
 #include <thread>
 #include <vector>
@@ -23,7 +20,6 @@
 
 #include "fwdsink/driver.h"
 #include "fwdsink/spool.h"
-#include "fwdsink/spool_writer.h"
 #include "support/fake_clock.h"
 #include "support/scripted_server.h"
 #include "support/test_files.h"
@@ -38,7 +34,7 @@ using std::chrono::milliseconds;
 
 namespace {
 
-constexpr std::string_view kSuite = "readme_promises";  // folder under FWDSINK_TEST_TMP
+constexpr std::string_view kSuite = "driver_passes";  // folder under FWDSINK_TEST_TMP
 
 // Returns an empty spool folder with its ready/ subfolder.
 std::filesystem::path FreshSpool(const std::string& name) {
@@ -406,120 +402,5 @@ TEST_CASE("AnAuthOutageBacksOffLikeThrottling") {
     CHECK(Text(h.RunFor(3)) == "1000 1000 1000");
     CHECK(server.requests().size() == 1);
     CHECK(h.driver->counters().overload_level == 0);
-  }
-}
-
-// ---- README "The producer contract", 2: SpoolWriter names are unique across threads
-// and processes.
-
-namespace {
-
-// One fixed wall time for every writer: names can then differ only by pid and
-// sequence number, which is what is checked.
-fwdsink::SpoolWriterOptions FixedTime() {
-  fwdsink::SpoolWriterOptions o;
-  o.wall_now = [] { return std::chrono::system_clock::time_point{1'780'000'000s}; };
-  return o;
-}
-
-// Seals `n` one-row partitions; returns their names (empty on any failure).
-std::vector<std::string> SealSome(const std::filesystem::path& spool, int n, int tag) {
-  auto w = fwdsink::SpoolWriter::Open(spool, FixedTime());
-  if (!w.ok()) return {};
-  for (int i = 0; i < n; ++i) {
-    if (!w->Append("{\"t\":" + std::to_string(tag) + ",\"i\":" + std::to_string(i) + "}").ok()) {
-      return {};
-    }
-    auto sealed = w->Seal();
-    if (!sealed.ok() || !sealed->has_value()) return {};
-  }
-  return w->sealed();
-}
-
-}  // namespace
-
-TEST_CASE("SpoolWriterNamesAreUniqueAcrossThreadsAndProcesses") {
-  const auto spool = FreshDir(kSuite, "names");
-  constexpr int kThreads = 6, kProcesses = 4, kEach = 20;
-  // Processes first (forked while this process has one thread), then threads.
-  std::vector<pid_t> children;
-  for (int p = 0; p < kProcesses; ++p) {
-    const pid_t pid = ::fork();
-    REQUIRE(pid >= 0);
-    if (pid == 0) _exit(SealSome(spool, kEach, 100 + p).size() == kEach ? 0 : 1);
-    children.push_back(pid);
-  }
-  for (const pid_t pid : children) {
-    int status = 0;
-    REQUIRE(::waitpid(pid, &status, 0) == pid);
-    CHECK(WIFEXITED(status));
-    CHECK(WEXITSTATUS(status) == 0);
-  }
-  std::vector<std::vector<std::string>> by_thread(kThreads);
-  {
-    std::vector<std::jthread> threads;
-    for (int t = 0; t < kThreads; ++t) {
-      threads.emplace_back([&, t] { by_thread[t] = SealSome(spool, kEach, t); });
-    }
-  }
-  std::set<std::string> mine;
-  for (const auto& names : by_thread) {
-    CHECK(names.size() == kEach);
-    mine.insert(names.begin(), names.end());
-  }
-  CHECK(mine.size() == kThreads * kEach);  // unique across this process's threads
-  // Nothing was overwritten: every partition sealed is in ready/, once.
-  const auto files = FileNames(spool / "ready");
-  CHECK(files.size() == (kThreads + kProcesses) * kEach);
-  const std::regex shape(R"(20260528T202640\.000Z-(\d+)-\d{8}\.ndjson)");
-  std::set<std::string> pids;
-  for (const auto& f : files) {
-    std::smatch m;
-    REQUIRE_MESSAGE(std::regex_match(f, m, shape), f);
-    pids.insert(m[1]);
-  }
-  CHECK(pids.size() == kProcesses + 1);  // the children's and this process's
-
-  SUBCASE("twin: names sort by the wall time first, whatever the pid") {
-    auto o = FixedTime();
-    o.wall_now = [] { return std::chrono::system_clock::time_point{1'780'000'001s}; };
-    auto w = fwdsink::SpoolWriter::Open(spool, o);
-    REQUIRE(w.ok());
-    REQUIRE(w->Append("{}").ok());
-    auto later = w->Seal();
-    REQUIRE(later.ok());
-    REQUIRE(later->has_value());
-    CHECK(**later > *std::max_element(files.begin(), files.end()));
-    CHECK((*later)->starts_with("20260528T202641.000Z-"));
-  }
-}
-
-// ---- README "fwdsink status ... writes nothing": the reader's open creates nothing.
-
-TEST_CASE("SpoolOpenExistingCreatesNothingAndNamesTheMissingFolder") {
-  const auto dir = FreshDir(kSuite, "open_existing");
-  SUBCASE("no spool at all: kNotFound, and no folder made") {
-    const auto s = fwdsink::Spool::OpenExisting(dir / "spool");
-    CHECK(s.status().code() == fwdsink::StatusCode::kNotFound);
-    CHECK(s.status().message() == "no spool folder " + (dir / "spool").string());
-    CHECK_FALSE(std::filesystem::exists(dir / "spool"));
-  }
-  SUBCASE("dead/ missing: kNotFound naming it, nothing made") {
-    for (const char* sub : {"ready", "state"}) std::filesystem::create_directories(dir / sub);
-    const auto s = fwdsink::Spool::OpenExisting(dir);
-    CHECK(s.status().code() == fwdsink::StatusCode::kNotFound);
-    CHECK(s.status().message() == "no spool folder " + (dir / "dead").string());
-    CHECK(FileNames(dir) == std::vector<std::string>{"ready", "state"});
-  }
-  SUBCASE("twin: ready/, state/ and dead/ there, incoming/ not: opened, still not made") {
-    for (const char* sub : {"ready", "state", "dead"})
-      std::filesystem::create_directories(dir / sub);
-    const auto s = fwdsink::Spool::OpenExisting(dir);
-    REQUIRE(s.ok());
-    CHECK(s->ListReady().ok());
-    CHECK(FileNames(dir) == std::vector<std::string>{"dead", "ready", "state"});
-    // Spool::Open, by contrast, makes what is missing.
-    REQUIRE(fwdsink::Spool::Open(dir).ok());
-    CHECK(FileNames(dir) == std::vector<std::string>{"dead", "incoming", "ready", "state"});
   }
 }
