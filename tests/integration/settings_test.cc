@@ -1,12 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 // The daemon as an operator runs it (issue 11): settings from a --config file, FWDSINK_*
 // variables and flags with their precedence and their errors, --print-config with
-// secrets redacted, --log-level, and SIGHUP under load. Real processes on 127.0.0.1.
+// secrets redacted, --log-level, SIGHUP under load, and the start-up messages (a byte
+// count out of range, a taken metrics port, unknown FWDSINK_* variables). Real processes
+// on 127.0.0.1.
 #include <doctest/doctest.h>
+#include <netinet/in.h>
 #include <signal.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -71,6 +77,8 @@ bool Contains(const std::string& text, std::string_view part) {
   return text.find(part) != std::string::npos;
 }
 
+bool Has(const std::string& text, const std::string& part) { return Contains(text, part); }
+
 std::vector<nlohmann::json> JsonLines(const std::string& text) {
   std::vector<nlohmann::json> lines;
   std::size_t start = 0;
@@ -92,6 +100,27 @@ bool WaitFor(Pred pred, std::chrono::milliseconds timeout = kRunTimeout) {
     std::this_thread::sleep_for(kPoll);
   }
   return true;
+}
+
+fs::path MakeSpool(const fs::path& dir) {
+  const fs::path spool = dir / "spool";
+  for (const char* sub : {"ready", "state", "dead", "incoming"})
+    fs::create_directories(spool / sub);
+  return spool;
+}
+
+std::vector<std::string> Forward(const fs::path& spool, const std::string& url,
+                                 std::vector<std::string> extra) {
+  std::vector<std::string> args = {"forward", "--spool", spool.string(),
+                                   "--url",   url,       "--log-json"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+std::size_t Count(const std::string& text, const std::string& needle) {
+  std::size_t n = 0;
+  for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
 }
 
 }  // namespace
@@ -306,4 +335,50 @@ TEST_CASE("SIGHUP under load: the log reopened, files re-read, nothing lost, no 
   CHECK(got.size() == rows);
   CHECK(std::set<std::string>(got.begin(), got.end()).size() == rows);
   MESSAGE("SIGHUPs sent: " << hups);
+}
+
+// Issue 25, smaller findings: an absurd byte count says "out of range"; a taken metrics
+// port says why; unknown FWDSINK_* variables are one warning event naming them.
+TEST_CASE("Start-up messages: out of range, a taken port's reason, unknown variables") {
+  const fs::path dir = CentralProcess::ScratchDir("settings_messages");
+  const fs::path spool = MakeSpool(dir);
+  const std::string url = "http://127.0.0.1:1/ingest";
+  SUBCASE("chunk_bytes = \"99999999999999999999g\" in the config file") {
+    REQUIRE(WriteFile(dir / "f.toml", "chunk_bytes = \"99999999999999999999g\"\n"));
+    DaemonProcess run(dir, "range", Forward(spool, url, {"--config", (dir / "f.toml").string()}));
+    CHECK(run.Wait(10s) == std::optional<int>(kExitUsage));
+    CHECK(Has(run.err(), "'99999999999999999999g' is out of range"));
+    // Twin: garbage is still "not a byte count".
+    DaemonProcess bad(dir, "garbage", Forward(spool, url, {"--chunk-bytes", "4x"}));
+    CHECK(bad.Wait(10s) == std::optional<int>(kExitUsage));
+    CHECK(Has(bad.err(), "'4x' is not a byte count"));
+  }
+  SUBCASE("a metrics port in use") {
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    REQUIRE(fd >= 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    REQUIRE(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0);
+    REQUIRE(::listen(fd, 1) == 0);
+    socklen_t len = sizeof addr;
+    REQUIRE(::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0);
+    const std::string listen = "127.0.0.1:" + std::to_string(ntohs(addr.sin_port));
+    DaemonProcess run(dir, "port", Forward(spool, url, {"--once", "--metrics-listen", listen}));
+    CHECK(run.Wait(10s) == std::optional<int>(kExitUsage));
+    CHECK(Has(run.err(), "cannot listen on " + listen + ": Address already in use"));
+    ::close(fd);
+  }
+  SUBCASE("unknown FWDSINK_ variables: one event naming them") {
+    DaemonProcess run(dir, "env", Forward(spool, url, {"--once"}),
+                      {"FWDSINK_CHUNK_BYTE=1m", "FWDSINK_NOPE=1"});
+    CHECK(run.Wait(10s) == std::optional<int>(0));  // nothing to send
+    const std::string err = run.err();
+    CHECK(Count(err, "\"event\":\"daemon.unknown_environment\"") == 1);
+    CHECK(Has(err, "\"variables\":[\"FWDSINK_CHUNK_BYTE\",\"FWDSINK_NOPE\"]"));
+    // Twin: none, no event.
+    DaemonProcess clean(dir, "clean", Forward(spool, url, {"--once"}));
+    CHECK(clean.Wait(10s) == std::optional<int>(0));
+    CHECK_FALSE(Has(clean.err(), "daemon.unknown_environment"));
+  }
 }
