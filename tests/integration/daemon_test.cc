@@ -1,23 +1,31 @@
 // SPDX-License-Identifier: Apache-2.0
-// The `fwdsink` daemon as a process: --once exit codes, option errors, SIGTERM during a
-// long wait, and the dead-letter commands. Real processes on 127.0.0.1, bounded waits.
+// The `fwdsink` daemon as a process: --once exit codes (78 for a pass of permanent errors
+// among them), option errors, SIGTERM during a long wait, the dead-letter commands, and
+// --version. Real processes on 127.0.0.1, bounded waits.
 #include <doctest/doctest.h>
+#include <openssl/crypto.h>
 #include <signal.h>
+#include <zstd.h>
 
 #include <chrono>
 #include <filesystem>
 #include <optional>
+#include <regex>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include <httplib.h>
 #include <nlohmann/json.hpp>
 
 #include "fwdsink/spool.h"
+#include "fwdsink/spool_stats.h"
 #include "fwdsink/spool_writer.h"
 #include "fwdsink/telemetry.h"
+#include "fwdsink/version.h"
 #include "support/central_process.h"
 #include "support/daemon_process.h"
+#include "support/scripted_server.h"
 #include "support/test_files.h"
 
 namespace {
@@ -25,9 +33,12 @@ namespace {
 namespace fs = std::filesystem;
 using fwdsink::test::CentralProcess;
 using fwdsink::test::DaemonProcess;
+using fwdsink::test::ReadFile;
+using fwdsink_test::ScriptedServer;
 using namespace std::chrono_literals;
 
 constexpr auto kRunTimeout = 20s;  // any single daemon run
+constexpr auto kWait = 20s;        // a --once pass, or any condition polled for
 constexpr auto kPoll = 5ms;
 constexpr auto kStopDeadline = 1s;      // SIGTERM to exit, per the contract
 constexpr const char* kTag = "daemon";  // output in DIR/daemon.stdout and DIR/daemon.stderr
@@ -125,6 +136,41 @@ std::vector<nlohmann::ordered_json> ForwardOnceLog(const fs::path& dir, const fs
     CHECK(Keys(j)[2] == "event");
   }
   return lines;
+}
+
+std::size_t Count(const std::string& text, std::string_view needle) {
+  std::size_t n = 0;
+  for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+std::string Event(std::string_view name) { return "\"event\":\"" + std::string(name) + "\""; }
+
+// Seals one partition of `rows` small rows through SpoolWriter; returns its name.
+std::string SealRows(const fs::path& spool, int rows, int tag) {
+  auto w = fwdsink::SpoolWriter::Open(spool);
+  REQUIRE(w.ok());
+  for (int i = 0; i < rows; ++i) {
+    REQUIRE(
+        w->Append("{\"tag\":" + std::to_string(tag) + ",\"i\":" + std::to_string(i) + "}").ok());
+  }
+  auto sealed = w->Seal();
+  REQUIRE(sealed.ok());
+  REQUIRE(sealed->has_value());
+  return **sealed;
+}
+
+// One `fwdsink forward --once` pass with the log at debug level; returns its exit code
+// (-1 if it did not finish) and keeps what it wrote in `log`.
+int Once(const fs::path& dir, const std::string& tag, const fs::path& spool, const std::string& url,
+         std::vector<std::string> extra, std::string* log) {
+  std::vector<std::string> args = {"forward", "--once",     "--spool",     spool.string(), "--url",
+                                   url,       "--log-json", "--log-level", "debug"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  DaemonProcess d(dir, tag, args);
+  const auto code = d.Wait(kWait);
+  *log = d.out() + d.err();
+  return code.value_or(-1);
 }
 
 }  // namespace
@@ -353,5 +399,76 @@ TEST_CASE("fwdsink dead list / requeue / purge round trip") {
     REQUIRE(RunDaemon(dir, {"dead", "list", "--spool", sp, "--json"}, &out) == kExitOk);
     CHECK(nlohmann::json::parse(out)["total"] == 0);
     CHECK(RunDaemon(dir, {"dead", "purge", "--spool", sp, name}) == kExitNoInput);
+  }
+}
+
+// README: "A pass in which every request fails the same way (404, 405, 415...) is named
+// once as driver.permanent_error and exits 78 under --once" — without ClickHouse.
+TEST_CASE("a pass of 404, 405 or 415 for every request is named once and exits 78") {
+  const fs::path dir = CentralProcess::ScratchDir("daemon_permanent");
+  const fs::path spool = dir / "spool";
+  SealRows(spool, 3, 1);
+  SealRows(spool, 3, 2);
+  // One request per partition (--pack-below 0); the packs' own case is the last.
+  const std::vector<std::string> one_at_a_time = {"--concurrency", "1", "--pack-below", "0"};
+  std::string log;
+  for (const int status : {404, 405, 415}) {
+    CAPTURE(status);
+    ScriptedServer server;
+    server.Then(status, {}, R"({"error":"no such thing"})");
+    server.Then(status, {}, R"({"error":"no such thing"})");
+    CHECK(Once(dir, "permanent", spool, server.url(), one_at_a_time, &log) == 78);
+    CHECK(Count(log, Event("driver.permanent_error")) == 1);
+    CHECK(log.find("\"status\":" + std::to_string(status)) != std::string::npos);
+    CHECK(server.requests().size() == 2);  // one per partition: not retried in place
+    CHECK(fwdsink::MeasureSpool(spool)->ready_partitions == 2);
+  }
+  SUBCASE("twin: one partition accepted, the pass is not permanent: 75, no event") {
+    ScriptedServer server;
+    server.Then(404, {}, R"({"error":"no such thing"})");
+    server.Then(200);
+    CHECK(Once(dir, "mixed", spool, server.url(), one_at_a_time, &log) == 75);
+    CHECK(Count(log, Event("driver.permanent_error")) == 0);
+    CHECK(fwdsink::MeasureSpool(spool)->ready_partitions == 1);
+  }
+  SUBCASE("packs: the pack refused with 404 is the pass's one request, named once, 78") {
+    // Partitions with no failure on record (the runs above gave a and b a cursor record,
+    // which keeps a partition out of packs).
+    const fs::path fresh = dir / "spool-packed";
+    SealRows(fresh, 3, 1);
+    SealRows(fresh, 3, 2);
+    ScriptedServer server;
+    server.Then(404, {}, R"({"error":"no such thing"})");
+    CHECK(Once(dir, "packed", fresh, server.url(), {"--concurrency", "1"}, &log) == 78);
+    CHECK(Count(log, Event("driver.permanent_error")) == 1);
+    REQUIRE(server.requests().size() == 1);
+    CHECK(server.requests()[0].key.starts_with("pack:"));
+    CHECK(fwdsink::MeasureSpool(fresh)->ready_partitions == 2);
+  }
+}
+
+// README: "fwdsink --version  # fwdsink, OpenSSL, zstd, cpp-httplib versions".
+TEST_CASE("fwdsink --version names the versions of fwdsink and the libraries it runs with") {
+  const fs::path dir = CentralProcess::ScratchDir("daemon_version");
+  // The project version, as CMakeLists.txt declares it.
+  const std::string cmake = ReadFile(fs::path(FWDSINK_SOURCE_DIR) / "CMakeLists.txt");
+  std::smatch m;
+  REQUIRE(std::regex_search(cmake, m, std::regex(R"(project\(fwdsink\s+VERSION\s+([0-9.]+))")));
+  const std::string expected = "fwdsink " + m[1].str() + "\n" + OpenSSL_version(OPENSSL_VERSION) +
+                               "\n" + "zstd " + ZSTD_versionString() + "\n" +
+                               "cpp-httplib " CPPHTTPLIB_VERSION "\n";
+  CHECK(fwdsink::VersionInfo() == expected);
+  for (const char* spelling : {"--version", "version"}) {
+    CAPTURE(spelling);
+    DaemonProcess d(dir, "version", {spelling});
+    REQUIRE(d.Wait(kWait) == std::optional<int>(0));
+    CHECK(d.out() == expected);
+    CHECK(d.err().empty());
+  }
+  SUBCASE("twin: a misspelling is a usage error that prints no versions") {
+    DaemonProcess d(dir, "version", {"--verison"});
+    CHECK(d.Wait(kWait) == std::optional<int>(64));
+    CHECK(d.out().empty());
+    CHECK(d.err().find("unknown command '--verison'") != std::string::npos);
   }
 }

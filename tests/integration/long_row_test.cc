@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // A row longer than the line limit, against the real daemon and the reference receiver
 // on 127.0.0.1: it goes to dead/ alone, with its event, and the rows after it are sent,
-// in a partition and in a requeued dead letter that holds one; the twin, a 100 KiB row
-// under the limit, is sent like any other. @ref LLP 0023#row-too-long
+// in a partition and in a requeued dead letter that holds one, and nothing is lost; the
+// twins, a 100 KiB row under the limit and a limit raised by --chunk-bytes, are sent like
+// any other. @ref LLP 0023#row-too-long
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +16,7 @@
 #include <vector>
 
 #include "fwdsink/spool.h"
+#include "fwdsink/spool_stats.h"
 #include "support/central_process.h"
 #include "support/daemon_process.h"
 #include "support/test_files.h"
@@ -27,6 +30,7 @@ using fwdsink::test::ReadFile;
 using namespace std::chrono_literals;
 
 constexpr auto kRunTimeout = 60s;
+constexpr auto kWait = 20s;  // a --once pass, or any condition polled for
 constexpr int kExitDataErr = 65;
 constexpr std::size_t kLongRow = (17u << 20);  // over the 16 MiB default line limit
 
@@ -79,6 +83,46 @@ std::vector<fwdsink::DeadEntry> DeadLetters(const fs::path& spool) {
   auto list = s->ListDead(all, std::chrono::system_clock::now());
   REQUIRE(list.ok());
   return list->entries;
+}
+
+std::size_t Count(const std::string& text, std::string_view needle) {
+  std::size_t n = 0;
+  for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
+  return n;
+}
+
+std::string Event(std::string_view name) { return "\"event\":\"" + std::string(name) + "\""; }
+
+// One `fwdsink forward --once` pass with the log at debug level; returns its exit code
+// (-1 if it did not finish) and keeps what it wrote in `log`.
+int Once(const fs::path& dir, const std::string& tag, const fs::path& spool, const std::string& url,
+         std::vector<std::string> extra, std::string* log) {
+  std::vector<std::string> args = {"forward", "--once",     "--spool",     spool.string(), "--url",
+                                   url,       "--log-json", "--log-level", "debug"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  DaemonProcess d(dir, tag, args);
+  const auto code = d.Wait(kWait);
+  *log = d.out() + d.err();
+  return code.value_or(-1);
+}
+
+// The rows files of the dead letters in SPOOL/dead, sorted.
+std::vector<fs::path> DeadRowFiles(const fs::path& spool) {
+  std::vector<fs::path> files;
+  for (const auto& e : fs::directory_iterator(spool / "dead")) {
+    if (e.path().extension() == ".ndjson") files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// The rows of every dead letter's rows file (whole files).
+std::vector<std::string> DeadRows(const fs::path& spool) {
+  std::vector<std::string> rows;
+  for (const auto& f : DeadRowFiles(spool)) {
+    for (auto& r : fwdsink::test::ReadLines(f)) rows.push_back(std::move(r));
+  }
+  return rows;
 }
 
 }  // namespace
@@ -137,5 +181,55 @@ TEST_CASE("A row over the line limit goes to dead/ alone; the rows after it are 
     for (const auto& d : dead) alone += d.reason == "row_too_long" && d.rows == 1 ? 1 : 0;
     CHECK(alone == 1);
     CHECK(fs::is_empty(spool / "ready"));
+  }
+}
+
+// README: The producer contract, 3: a row longer than the line limit (16 MiB, or the
+// chunk size if larger) is moved to dead/. What is checked holds whether the rows after
+// it go with it or are sent: none is lost, the long row is in dead/, the event is said.
+TEST_CASE("a row over the line limit goes to dead/ with its event and nothing is lost") {
+  const fs::path dir = CentralProcess::ScratchDir("long_row_limit");
+  const fs::path spool = dir / "spool";
+  fs::create_directories(spool / "ready");
+  CentralProcess central(dir / "central");
+  REQUIRE(central.Start());
+  constexpr std::size_t kLimit = std::size_t{16} << 20;
+  // {"long":"xxx..."}: one byte over the limit with its newline.
+  const std::string long_row = "{\"long\":\"" + std::string(kLimit - 11, 'x') + "\"}";
+  REQUIRE(long_row.size() == kLimit);
+  const std::vector<std::string> before = {"{\"i\":0}", "{\"i\":1}"};
+  const std::vector<std::string> after = {"{\"i\":2}", "{\"i\":3}"};
+  {
+    std::ofstream out(spool / "ready" / "20260101T000000.000Z-1-00000001.ndjson", std::ios::binary);
+    for (const auto& r : before) out << r << '\n';
+    out << long_row << '\n';
+    for (const auto& r : after) out << r << '\n';
+  }
+  std::string log;
+  const std::vector<std::string> plain = {"--compression", "identity"};  // 16 MiB: be quick
+
+  SUBCASE("over the limit: 65, in dead/, the rows before it sent, none lost") {
+    CHECK(Once(dir, "long", spool, Url(central), plain, &log) == 65);
+    CHECK(Count(log, Event("driver.dead_letter")) >= 1);
+    const auto received = central.received_rows();
+    const auto dead = DeadRows(spool);
+    CHECK(std::count(dead.begin(), dead.end(), long_row) == 1);
+    CHECK(std::count(received.begin(), received.end(), long_row) == 0);
+    for (const auto& r : before) CHECK(std::count(received.begin(), received.end(), r) == 1);
+    for (const auto& r : after) {
+      CAPTURE(r);
+      CHECK(std::count(received.begin(), received.end(), r) +
+                std::count(dead.begin(), dead.end(), r) >=
+            1);
+    }
+  }
+  SUBCASE("twin: --chunk-bytes 32m raises the limit, and the same row is sent") {
+    CHECK(Once(dir, "long_ok", spool, Url(central),
+               {"--chunk-bytes", "32m", "--compression", "identity"}, &log) == 0);
+    CHECK(Count(log, Event("driver.dead_letter")) == 0);
+    const auto received = central.received_rows();
+    CHECK(received.size() == 5);
+    CHECK(std::count(received.begin(), received.end(), long_row) == 1);
+    CHECK(fwdsink::MeasureSpool(spool)->dead_letters == 0);
   }
 }
