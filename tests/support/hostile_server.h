@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // HostileServer: a raw TCP server on 127.0.0.1 that misbehaves on purpose, for the
-// hardening tests (LLP 0023): it drips its response headers one byte at a time, or
-// reads the request body at a crawl. It records how many bytes it received and when
+// deadline tests (LLP 0023#deadlines): it drips its response headers one byte at a time,
+// or reads the request body at a crawl. It records how many bytes it received and when
 // each connection was closed by the client, so a test can check that an abandoned
 // attempt really closed its connection rather than kept draining into the server.
 //
