@@ -36,8 +36,8 @@
 #include <thread>
 #include <vector>
 
-#include "central_process.h"
 #include "fwdsink/forward_sink.h"
+#include "support/central_process.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 /* The C API exercised from C (built with gcc -std=c99 -Wall -Wextra -Werror -pedantic).
- * One program, one scenario per sub-command; tests/integration_capi_test.cc runs them
+ * One program, one scenario per sub-command; tests/integration/capi_test.cc runs them
  * against fwdsink-central and checks what arrived. Each prints what it saw and exits 0
  * when its own checks pass, 1 otherwise.
  *

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // An LD_PRELOAD shim that makes one system call of the spool fail, for the
-// fault-injection matrix (tests/integration_fault_test.cc, LLP 0023#fault-injection).
+// fault-injection matrix (tests/integration/fault_test.cc, LLP 0023#fault-injection).
 //
 // Environment:
 //   FWDSINK_FAULT_OP     open | write | fsync | rename: the call to fail

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
 #include <spawn.h>
@@ -27,7 +28,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "test_files.h"
+#include "support/test_files.h"
 
 extern char** environ;
 

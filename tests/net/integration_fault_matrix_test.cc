@@ -20,10 +20,10 @@
 #include <thread>
 #include <vector>
 
-#include "central_process.h"
-#include "daemon_process.h"
 #include "fault_proxy_process.h"
-#include "it_support.h"
+#include "support/central_process.h"
+#include "support/daemon_process.h"
+#include "support/it_support.h"
 
 namespace {
 

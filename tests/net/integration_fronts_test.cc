@@ -22,10 +22,10 @@
 #include <thread>
 #include <vector>
 
-#include "central_process.h"
-#include "daemon_process.h"
-#include "it_support.h"
-#include "ports.h"
+#include "support/central_process.h"
+#include "support/daemon_process.h"
+#include "support/it_support.h"
+#include "support/ports.h"
 
 extern char** environ;
 

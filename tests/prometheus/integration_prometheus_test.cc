@@ -25,11 +25,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "central_process.h"
-#include "daemon_process.h"
-#include "it_support.h"
-#include "metrics_client.h"
-#include "ports.h"
+#include "support/central_process.h"
+#include "support/daemon_process.h"
+#include "support/it_support.h"
+#include "support/metrics_client.h"
+#include "support/ports.h"
 
 extern char** environ;
 

@@ -4,7 +4,7 @@
 // Monotonic time is for intervals, budgets and deadlines; system (wall) time is used
 // only to turn an HTTP-date into a delay and to stamp records. Tests use FakeClock,
 // whose sleeps advance time instantly, so no unit test sleeps to check timing (it lives
-// in tests/fake_clock.h, which is not installed).
+// in tests/support/fake_clock.h, which is not installed).
 #pragma once
 
 #include <chrono>

@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: Apache-2.0
+// The adaptive concurrency limit on a fake clock: rises while latency-bound, falls on
+// refusals, errors and rising round trips, never leaves [1, max].
+#include "fwdsink/concurrency.h"
+
+#include <doctest/doctest.h>
+
+#include "support/fake_clock.h"
+
+namespace fwdsink {
+namespace {
+
+using std::chrono::microseconds;
+using std::chrono::milliseconds;
+
+constexpr auto kRtt = milliseconds{100};
+constexpr std::size_t kCeiling = 8;
+
+// Sends `limit` requests at once, each taking `rtt`, and records them as they end: one
+// window of a fully used endpoint. A window is judged when the first request after it
+// ends, so the change a Round returns is the previous Round's verdict. Returns the last
+// change seen.
+std::optional<LimitChange> Round(AdaptiveLimit& l, FakeClock& clock, milliseconds rtt,
+                                 RequestSignal signal = RequestSignal::kAccepted) {
+  clock.Advance(rtt);
+  std::optional<LimitChange> last;
+  // As many requests end in one round trip as the limit allows, the limit read after
+  // the first of them moved it.
+  for (std::size_t i = 0; i < l.limit(); ++i) {
+    // Every slot the limit allows is busy (a sender fills a new slot at once).
+    if (auto c = l.Observe(clock.MonotonicNow(), rtt, signal, l.limit())) last = c;
+  }
+  return last;
+}
+
+}  // namespace
+
+TEST_CASE("AdaptiveLimit validates its policy, naming the field") {
+  CHECK(Validate(ConcurrencyPolicy{}).ok());
+  CHECK(Validate(ConcurrencyPolicy{.max = 0}).field() == "max");
+  CHECK(Validate(ConcurrencyPolicy{.decrease = 1.0}).field() == "decrease");
+  CHECK(Validate(ConcurrencyPolicy{.rtt_tolerance = 0}).field() == "rtt_tolerance");
+  CHECK(Validate(ConcurrencyPolicy{.baseline_weight = 0}).field() == "baseline_weight");
+  CHECK(Validate(ConcurrencyPolicy{.min_window = milliseconds{0}}).field() == "min_window");
+}
+
+TEST_CASE("AdaptiveLimit rises by one per latency-bound window, up to the ceiling") {
+  FakeClock clock;
+  AdaptiveLimit l(ConcurrencyPolicy{.max = kCeiling, .slow_start = false});
+  CHECK(l.limit() == 1);
+  CHECK_FALSE(Round(l, clock, kRtt).has_value());  // opens the first window
+  // Steady 100 ms round trips, every slot busy: 1, 2, 3, ... 8.
+  for (std::size_t want = 2; want <= kCeiling; ++want) {
+    const auto c = Round(l, clock, kRtt);
+    REQUIRE(c.has_value());
+    CHECK(c->why == "latency_bound");
+    CHECK(l.limit() == want);
+  }
+  SUBCASE("no increase past the ceiling") {
+    for (int i = 0; i < 50; ++i) CHECK_FALSE(Round(l, clock, kRtt).has_value());
+    CHECK(l.limit() == kCeiling);
+  }
+  SUBCASE("the baseline follows the round trip") { CHECK(l.baseline() == microseconds{100'000}); }
+}
+
+TEST_CASE("AdaptiveLimit doubles until the first fall, then adds one") {
+  FakeClock clock;
+  AdaptiveLimit l(ConcurrencyPolicy{.max = kCeiling});
+  (void)Round(l, clock, kRtt);              // opens the first window
+  const std::size_t want[] = {2, 4, 8, 8};  // no increase past the ceiling
+  for (const std::size_t w : want) {
+    (void)Round(l, clock, kRtt);
+    CHECK(l.limit() == w);
+  }
+  clock.Advance(milliseconds{10});
+  (void)l.Observe(clock.MonotonicNow(), kRtt, RequestSignal::kBackpressure, 8);
+  REQUIRE(l.limit() == 4);
+  (void)Round(l, clock, kRtt);  // the window of the refusal: no growth
+  const std::size_t after[] = {5, 6, 7, 8, 8};
+  for (const std::size_t w : after) {
+    (void)Round(l, clock, kRtt);
+    CHECK(l.limit() == w);
+  }
+}
+
+TEST_CASE("AdaptiveLimit does not rise when the slots are not all used") {
+  FakeClock clock;
+  AdaptiveLimit l(ConcurrencyPolicy{.max = kCeiling, .slow_start = false});
+  for (int i = 0; i < 5; ++i) (void)Round(l, clock, kRtt);
+  REQUIRE(l.limit() == 5);
+  // Only two partitions left: two in flight. The first of them ends the last full
+  // window (6); then the limit stays where it is.
+  clock.Advance(kRtt);
+  (void)l.Observe(clock.MonotonicNow(), kRtt, RequestSignal::kAccepted, 2);
+  REQUIRE(l.limit() == 6);
+  for (int i = 0; i < 20; ++i) {
+    clock.Advance(kRtt);
+    CHECK_FALSE(l.Observe(clock.MonotonicNow(), kRtt, RequestSignal::kAccepted, 2).has_value());
+  }
+  CHECK(l.limit() == 6);
+}
+
+TEST_CASE("AdaptiveLimit halves on a 429/503 and on a transport error, once per window") {
+  FakeClock clock;
+  AdaptiveLimit l(ConcurrencyPolicy{.max = kCeiling, .slow_start = false});
+  for (int i = 0; i < 8; ++i) (void)Round(l, clock, kRtt);
+  REQUIRE(l.limit() == 8);
+  clock.Advance(milliseconds{10});
+  auto c = l.Observe(clock.MonotonicNow(), kRtt, RequestSignal::kBackpressure, 8);
+  REQUIRE(c.has_value());
+  CHECK(c->why == "backpressure");
+  CHECK(l.limit() == 4);
+  // Seven more senders see the same refusal in the same window: still 4.
+  for (int i = 0; i < 7; ++i) {
+    CHECK_FALSE(l.Observe(clock.MonotonicNow(), kRtt, RequestSignal::kBackpressure, 8));
+  }
+  CHECK(l.limit() == 4);
+  SUBCASE("a transport error in the next window halves again") {
+    clock.Advance(kRtt);
+    (void)l.Observe(clock.MonotonicNow(), kRtt, RequestSignal::kAccepted, 4);  // closes it
+    c = l.Observe(clock.MonotonicNow(), kRtt, RequestSignal::kError, 4);
+    REQUIRE(c.has_value());
+    CHECK(c->why == "error");
+    CHECK(l.limit() == 2);
+  }
+  SUBCASE("no growth in a window that saw a refusal") {
+    clock.Advance(kRtt);
+    (void)l.Observe(clock.MonotonicNow(), kRtt, RequestSignal::kAccepted, 4);
+    CHECK(l.limit() == 4);
+  }
+}
+
+TEST_CASE("AdaptiveLimit stays at 1 under sustained backpressure") {
+  FakeClock clock;
+  AdaptiveLimit l(ConcurrencyPolicy{.max = kCeiling, .slow_start = false});
+  for (int i = 0; i < 8; ++i) (void)Round(l, clock, kRtt);
+  REQUIRE(l.limit() == 8);
+  // Every window has a refusal among its accepted requests: 8, 4, 2, 1, 1, 1...
+  const std::size_t want[] = {4, 2, 1, 1, 1, 1, 1, 1, 1, 1};
+  for (const std::size_t w : want) {
+    (void)Round(l, clock, kRtt);
+    (void)l.Observe(clock.MonotonicNow(), kRtt, RequestSignal::kBackpressure, l.limit());
+    CHECK(l.limit() == w);
+  }
+  SUBCASE("twin: it grows again once the refusals stop") {
+    for (int i = 0; i < 3; ++i) (void)Round(l, clock, kRtt);
+    CHECK(l.limit() > 1);
+  }
+}
+
+TEST_CASE("AdaptiveLimit falls when the round trip rises, and not on a steady one") {
+  FakeClock clock;
+  AdaptiveLimit l(ConcurrencyPolicy{.max = kCeiling, .slow_start = false});
+  for (int i = 0; i < 6; ++i) (void)Round(l, clock, kRtt);
+  REQUIRE(l.limit() == 6);
+  SUBCASE("the round trip doubles: queueing, fall to the knee") {
+    (void)Round(l, clock, 2 * kRtt);  // judges the last steady window: 7
+    REQUIRE(l.limit() == 7);
+    const auto c = Round(l, clock, 2 * kRtt);  // judges the 200 ms window
+    REQUIRE(c.has_value());
+    CHECK(c->why == "rtt_rising");
+    // 7 x 150 ms tolerated / 200 ms = 5.25: to 5, not halved to 3.
+    CHECK(l.limit() == 5);
+    // It keeps rising: down to 1, and no lower.
+    (void)Round(l, clock, 4 * kRtt);
+    (void)Round(l, clock, 8 * kRtt);
+    (void)Round(l, clock, 16 * kRtt);
+    CHECK(l.limit() == 1);
+  }
+  SUBCASE("a round trip far past the tolerance still halves, no lower") {
+    (void)Round(l, clock, 5 * kRtt);  // judges the last steady window: 7
+    REQUIRE(l.limit() == 7);
+    const auto c = Round(l, clock, 5 * kRtt);  // 150 / 500 = 0.3: the floor 0.5 holds
+    REQUIRE(c.has_value());
+    CHECK(c->why == "rtt_rising");
+    CHECK(l.limit() == 3);
+  }
+  SUBCASE("twin: a round trip within the tolerance still grows") {
+    (void)Round(l, clock, milliseconds{140});
+    const auto c = Round(l, clock, milliseconds{140});  // 140 ms < 1.5 x 100 ms
+    REQUIRE(c.has_value());
+    CHECK(c->why == "latency_bound");
+    CHECK(l.limit() == 8);
+  }
+}
+
+TEST_CASE("AdaptiveLimit does not grow while the pacer holds requests") {
+  FakeClock clock;
+  AdaptiveLimit l(ConcurrencyPolicy{.max = kCeiling, .slow_start = false});
+  // Each window: round trips that did not wait, and one the pacer held.
+  for (int i = 0; i < 10; ++i) {
+    (void)Round(l, clock, kRtt);
+    (void)l.Observe(clock.MonotonicNow(), 3 * kRtt, RequestSignal::kPaced, 1);
+  }
+  CHECK(l.limit() == 1);
+  SUBCASE("twin: without the pacer's holds it grows") {
+    for (int i = 0; i < 3; ++i) (void)Round(l, clock, kRtt);
+    CHECK(l.limit() > 1);
+  }
+}
+
+TEST_CASE("A fixed limit never moves") {
+  FakeClock clock;
+  AdaptiveLimit l(ConcurrencyPolicy{.adaptive = false, .max = 3});
+  CHECK(l.limit() == 3);
+  CHECK_FALSE(l.Observe(clock.MonotonicNow(), kRtt, RequestSignal::kBackpressure, 3));
+  for (int i = 0; i < 10; ++i) (void)Round(l, clock, kRtt);
+  CHECK(l.limit() == 3);
+}
+
+TEST_CASE("A limiter's burst that runs out inside the first window keeps the limit at 1") {
+  // A LAN: 5 ms round trips. The limiter's burst takes 12 requests at link speed, then
+  // it refuses. With the default window (100 ms) the refusal lands in the first window,
+  // before any growth: one sender meets the empty bucket, not two. @ref LLP 0018#signals
+  auto limit_when_refused = [](ConcurrencyPolicy policy) {
+    FakeClock clock;
+    AdaptiveLimit l(policy);
+    for (int i = 0; i < 12; ++i) {
+      clock.Advance(milliseconds{5});
+      (void)l.Observe(clock.MonotonicNow(), milliseconds{5}, RequestSignal::kAccepted, l.limit());
+    }
+    const std::size_t at_refusal = l.limit();
+    clock.Advance(milliseconds{5});
+    (void)l.Observe(clock.MonotonicNow(), microseconds{0}, RequestSignal::kBackpressure, 1);
+    CHECK(l.limit() == 1);
+    return at_refusal;
+  };
+  CHECK(ConcurrencyPolicy{}.min_window >= milliseconds{100});
+  CHECK(limit_when_refused(ConcurrencyPolicy{}) == 1);
+  SUBCASE("twin: a 50 ms window grows before the burst runs out") {
+    CHECK(limit_when_refused(ConcurrencyPolicy{.min_window = milliseconds{50}}) == 2);
+  }
+}
+
+}  // namespace fwdsink
