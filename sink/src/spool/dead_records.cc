@@ -2,7 +2,7 @@
 // The dead-letter record, which both halves of dead/ share (declared in dead_records.h
 // and spool_records.h): dead names, the record's text as written (DumpDeadRecord) and as
 // parsed (ParseDeadRecord), the kind's spelling. dead_letter_writes.cc puts dead letters
-// into dead/, dead_letters.cc lists, requeues and purges them. Pure: no I/O.
+// into dead/, dead_letter_upkeep.cc lists, requeues and purges them. Pure: no I/O.
 // @ref LLP 0020#dead-letters
 #include <algorithm>
 #include <cstdint>

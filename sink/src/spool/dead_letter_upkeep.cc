@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Spool's dead-letter operations: listing, search, requeue, purge and caps (what goes
-// into dead/ is dead_letter_writes.cc; the record's format, dead_records.cc).
-// @ref LLP 0020#dead-letters
+// The upkeep of dead letters once written: Spool::ListDead (with its search),
+// Spool::Requeue, Spool::Purge and EnforceDeadCaps. What goes into dead/ is
+// dead_letter_writes.cc; the record's format, dead_records.cc. @ref LLP 0020#dead-letters
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
