@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// ReadRegularFile: the one way the library and the daemon read a whole file (the
+// ReadRegularFile: the one way the library and the daemon read a small file whole (the
 // --config file, the token, header and Basic-auth files, cursors, dead-letter records,
-// the spool's last error and lock). It refuses what is not a regular file and what is
-// larger than the caller's cap, and it never blocks in open(). @ref LLP 0023#regular-files
+// pack manifests, the spool's last error and lock). It refuses what is not a regular
+// file and what is larger than the caller's cap, and it never blocks in open(). A file
+// read in parts at offsets (a partition, a dead letter's rows) is the library's private
+// FileReader's (sink/src/io/file_reader.h); both read through its pread loop.
+// @ref LLP 0023#regular-files
 #pragma once
 
 #include <cstddef>

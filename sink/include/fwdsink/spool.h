@@ -158,7 +158,8 @@ class Spool {
   // file was already gone (its cursor is removed anyway).
   [[nodiscard]] Status MarkDelivered(std::string_view name);
 
-  // ---- Dead letters (implemented in dead_letters.cc) ----
+  // ---- Dead letters (written in dead_letter_writes.cc; listed, requeued and purged in
+  // dead_letter_upkeep.cc) ----
 
   // Writes the poisoned chunk [begin, end) of partition `name` as
   // dead/<name>.<begin>-<end>.ndjson plus its record (kind "poison"), each atomically.

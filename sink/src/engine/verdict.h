@@ -76,7 +76,8 @@ struct Verdict {
 [[nodiscard]] Verdict Classify(const Answer& attempt);
 
 // ---- Rules beyond the status (@ref LLP 0017#profiles): engine profiles and the
-// statuses retried in place. Kept apart from the status table above.
+// statuses retried in place. Kept apart from the status table above, in
+// response_rules.cc.
 
 // Maps an attempt to its verdict under `rules`: the engine's own rule first (a
 // ClickHouse exception code), then the retry-status list, then Classify(attempt).

@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
+// FileReader: a file read in parts, at offsets, through a descriptor held open; and
+// beneath it and ReadRegularFile (read_file.cc) the owned descriptor and the one pread
+// loop. @ref LLP 0020#reads
 #include "io/file_reader.h"
 
 #include <fcntl.h>

@@ -1,7 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// Private: the library's one way to read a file at an offset. An owned descriptor
-// (UniqueFd), one pread(2) loop with one EINTR policy (ReadFullAt), and the one
-// "offset is at a line start" check. Not installed. @ref LLP 0020#reads
+// Private: reading a file in parts, at offsets, through a descriptor held open:
+// FileReader, for the files read in blocks however big they are (partitions, a pack's
+// members, dead letters' rows), with the one "offset is at a line start" check. A small
+// file read whole goes through ReadRegularFile (fwdsink/read_file.h) instead; beneath
+// both lie the owned descriptor (UniqueFd) and the one pread(2) loop with its one EINTR
+// policy (ReadFullAt), declared here. Not installed. @ref LLP 0020#reads
 #pragma once
 
 #include <sys/stat.h>

@@ -1,4 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
+// ReadRegularFile (fwdsink/read_file.h): a small file read whole, refused unless it is a
+// regular file within its cap. Reads in parts of a file held open are FileReader's
+// (file_reader.cc), whose descriptor and pread loop this uses. @ref LLP 0020#reads
 #include "fwdsink/read_file.h"
 
 #include <fcntl.h>

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// What the two halves of the dead-letter area share (dead_letters.cc reads, lists and
-// requeues; dead_letter_writes.cc writes): file names and the record's text. Internal
-// to the sink (not installed). @ref LLP 0020#dead-letters
+// What the two halves of the dead-letter area share (dead_letter_upkeep.cc lists,
+// requeues and purges; dead_letter_writes.cc writes): file names and the record's text,
+// defined in dead_records.cc. Internal to the sink (not installed). @ref LLP 0020#dead-letters
 #pragma once
 
 #include <cstddef>

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Pack manifests in SPOOL/packs/: a short text record per pack, checksummed, replaced
-// atomically. @ref LLP 0027#manifest
+// PackManifest (fwdsink/pack_manifest.h): pack manifests in SPOOL/packs/, a short text
+// record per pack, checksummed, replaced atomically. @ref LLP 0027#manifest
 #include "fwdsink/pack_manifest.h"
 
 #include <algorithm>

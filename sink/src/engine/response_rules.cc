@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The verdict's rules beyond the status table (declared in verdict.h): engine profiles
-// (ClickHouse's exception codes) and the statuses retried in place. Pure, like
+// Classify(attempt, ResponseRules): the verdict's rules beyond the status table
+// (declared in verdict.h), the server's response conventions rather than the send
+// engine: the engine profile (ClickHouse's exception codes and their text), the
+// statuses retried in place, and the server's own words (ServerMessage). Pure, like
 // Classify. @ref LLP 0017#profiles
 #include <algorithm>
 #include <array>

@@ -1,19 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
-// Spool's dead-letter operations: the records, listing, search, requeue, purge and
-// caps (what goes into dead/ is dead_letter_writes.cc). @ref LLP 0020#dead-letters
+// The upkeep of dead letters once written: Spool::ListDead (with its search),
+// Spool::Requeue, Spool::Purge and EnforceDeadCaps. What goes into dead/ is
+// dead_letter_writes.cc; the record's format, dead_records.cc. @ref LLP 0020#dead-letters
 #include <fcntl.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <cerrno>
-#include <nlohmann/json.hpp>
 #include <system_error>
 
-#include "base/json_writer.h"
 #include "fwdsink/dead_letters.h"
 #include "fwdsink/spool.h"
-#include "fwdsink/time_format.h"
 #include "io/file_reader.h"
 #include "spool/dead_records.h"
 #include "spool/spool_io.h"
@@ -21,71 +19,13 @@
 
 namespace fwdsink {
 namespace fs = std::filesystem;
-using nlohmann::json;
 
 namespace {
 
-// Dead names append ".<begin>-<end>" (and ".requeued-<n>") to partition names; this
-// keeps "<dead name>.json.tmp" and friends under the 255-byte file name limit.
-constexpr std::size_t kMaxDeadNameLength = 240;
 // Records are small; a bigger .json is not one of ours.
 constexpr std::size_t kMaxRecordBytes = 64 * 1024;
 
 Status Corrupt(std::string message) { return Status(StatusCode::kCorrupt, std::move(message)); }
-
-template <typename T>
-bool GetUnsigned(const json& j, const char* key, T& out) {
-  const auto it = j.find(key);
-  if (it == j.end() || !it->is_number_unsigned()) return false;
-  out = it->get<T>();
-  return true;
-}
-
-bool GetInt(const json& j, const char* key, std::int64_t& out) {
-  const auto it = j.find(key);
-  if (it == j.end() || !it->is_number_integer()) return false;
-  out = it->get<std::int64_t>();
-  return true;
-}
-
-bool GetString(const json& j, const char* key, std::string& out) {
-  const auto it = j.find(key);
-  if (it == j.end() || !it->is_string()) return false;
-  out = it->get<std::string>();
-  return true;
-}
-
-// Parses a record; returns kCorrupt naming what is wrong on failure.
-Status ParseRecord(std::string_view text, DeadEntry& e) {
-  const json j = json::parse(text, nullptr, /*allow_exceptions=*/false);
-  if (j.is_discarded() || !j.is_object()) return Corrupt("not a JSON object");
-  std::string kind;
-  std::int64_t dead_ms = 0;
-  std::int64_t status = 0;
-  if (!GetString(j, "partition", e.partition) || !GetUnsigned(j, "begin", e.begin) ||
-      !GetUnsigned(j, "end", e.end) || !GetUnsigned(j, "rows", e.rows) ||
-      !GetInt(j, "status", status) || !GetString(j, "reason", e.reason) ||
-      !GetString(j, "kind", kind) || !GetInt(j, "dead_at_ms", dead_ms) ||
-      !GetUnsigned(j, "data_offset", e.data_offset)) {
-    return Corrupt("a required field is missing or has the wrong type");
-  }
-  if (kind == "poison") {
-    e.kind = DeadKind::kPoison;
-  } else if (kind == "horizon") {
-    e.kind = DeadKind::kHorizon;
-  } else {
-    return Corrupt("unknown kind \"" + kind + "\"");
-  }
-  if (e.end < e.begin) return Corrupt("end is before begin");
-  e.status = static_cast<int>(std::clamp<std::int64_t>(status, INT32_MIN, INT32_MAX));
-  e.dead_at = spool_io::FromUnixMs(dead_ms);
-  std::int64_t requeued_ms = 0;
-  if (GetInt(j, "requeued_at_ms", requeued_ms)) e.requeued_at = spool_io::FromUnixMs(requeued_ms);
-  std::string requeued_as;
-  if (GetString(j, "requeued_as", requeued_as)) e.requeued_as = std::move(requeued_as);
-  GetUnsigned(j, "requeues", e.requeues);
-  return OkStatus();
-}
 
 struct LoadedRecord {
   DeadEntry entry;
@@ -106,7 +46,7 @@ Result<LoadedRecord> LoadRecord(const fs::path& dead_dir, std::string_view dead_
     return st;
   }
   r.text = std::move(text).value();
-  if (Status why = ParseRecord(r.text, r.entry); !why.ok()) {
+  if (Status why = internal::ParseDeadRecord(r.text, r.entry); !why.ok()) {
     return Corrupt("dead-letter record " + r.entry.record_path.string() + ": " + why.message());
   }
   return r;
@@ -158,72 +98,6 @@ bool Matches(const LoadedRecord& r, const DeadFilter& f,
 }
 
 }  // namespace
-
-namespace internal {
-
-Status ValidateDeadName(std::string_view name) {
-  if (name.size() > kMaxDeadNameLength) {
-    return Status(StatusCode::kInvalidName, "invalid dead-letter name: longer than " +
-                                                std::to_string(kMaxDeadNameLength) + " bytes");
-  }
-  // Same alphabet as partition names; only the length bound differs.
-  if (name.size() <= kMaxPartitionNameLength) {
-    Status st = ValidatePartitionName(name);
-    if (st.ok()) return st;
-    std::string message = st.message();
-    message.replace(0, std::string_view("invalid partition name").size(),
-                    "invalid dead-letter name");
-    return spool_io::Reworded(st, std::move(message));
-  }
-  Status st = ValidatePartitionName(name.substr(0, kMaxPartitionNameLength));
-  if (st.ok()) st = ValidatePartitionName(name.substr(kMaxPartitionNameLength));
-  if (!st.ok()) {
-    return Status(StatusCode::kInvalidName,
-                  "invalid dead-letter name: only A-Z a-z 0-9 . _ - are allowed");
-  }
-  return {};
-}
-
-std::string DeadName(std::string_view partition, std::uint64_t begin, std::uint64_t end) {
-  return std::string(partition) + "." + std::to_string(begin) + "-" + std::to_string(end);
-}
-
-std::string DumpDeadRecord(const DeadEntry& e) {
-  json j = {
-      {"partition", e.partition},
-      {"begin", e.begin},
-      {"end", e.end},
-      {"rows", e.rows},
-      {"status", e.status},
-      {"reason", e.reason},
-      {"kind", std::string(to_string(e.kind))},
-      {"dead_at", FormatRfc3339(e.dead_at)},
-      {"dead_at_ms", spool_io::ToUnixMs(e.dead_at)},
-      {"data_offset", e.data_offset},
-  };
-  if (e.requeued_at) {
-    j["requeued_at"] = FormatRfc3339(*e.requeued_at);
-    j["requeued_at_ms"] = spool_io::ToUnixMs(*e.requeued_at);
-  }
-  if (e.requeued_as) j["requeued_as"] = *e.requeued_as;
-  if (e.requeues > 0) j["requeues"] = e.requeues;
-  // A server's reason is not guaranteed UTF-8: replace, never throw.
-  return internal::DumpJson(j, /*indent=*/1) + "\n";
-}
-
-}  // namespace internal
-
-Status internal::ParseDeadRecord(std::string_view text, DeadEntry& out) {
-  return ParseRecord(text, out);
-}
-
-std::string_view to_string(DeadKind kind) noexcept {
-  switch (kind) {
-    case DeadKind::kPoison: return "poison";
-    case DeadKind::kHorizon: return "horizon";
-  }
-  return "unknown";
-}
 
 Result<DeadList> Spool::ListDead(const DeadFilter& filter,
                                  std::chrono::system_clock::time_point now) const {
