@@ -91,6 +91,33 @@ std::optional<LimitChange> AdaptiveLimit::Decrease(std::string_view why, double 
   return LimitChange{.from = from, .to = limit_, .why = why};
 }
 
+// The requests in flight that carry this window's goodput at the least round trip seen
+// (Little's law: throughput x minimum round trip): the path's bandwidth-delay product,
+// counted in requests. Zero before there is a round trip to use.
+std::size_t AdaptiveLimit::PathInFlight(MonotonicTime now) const {
+  const double elapsed_us = static_cast<double>(
+      std::chrono::duration_cast<std::chrono::microseconds>(now - window_.start).count());
+  if (elapsed_us <= 0 || min_rtt_us_ <= 0) return 0;
+  return static_cast<std::size_t>(
+      std::ceil(static_cast<double>(window_.samples) * min_rtt_us_ / elapsed_us));
+}
+
+// The round trip rose past the tolerance. To the limit the tolerated round trip allows
+// (limit x tolerated / mean), never by more than `decrease`: a queue that is only just
+// too long costs a request or two, not half the pipe (LLP 0018#knee). And never below
+// what fills the path: on a bottleneck link the queue that grows with the window is the
+// link filling, and the fall stops at its bandwidth-delay product, where the queue is
+// gone and the link still full (a refusal or an error still halves). @ref LLP 0018#bdp
+std::optional<LimitChange> AdaptiveLimit::RttRising(MonotonicTime now, double mean) {
+  const double knee = baseline_us_ * (1 + policy_.rtt_tolerance) / mean;
+  const std::size_t from = limit_;
+  const std::size_t path = std::min(from, PathInFlight(now));
+  std::optional<LimitChange> change = Decrease("rtt_rising", std::max(policy_.decrease, knee));
+  if (limit_ >= path) return change;
+  limit_ = path;
+  return LimitChange{.from = from, .to = path, .why = "rtt_rising_path_full"};
+}
+
 // Ends the window: compares its mean round trip with the baseline, then moves the
 // baseline toward it. @ref LLP 0018#signals
 std::optional<LimitChange> AdaptiveLimit::CloseWindow(MonotonicTime now) {
@@ -98,12 +125,9 @@ std::optional<LimitChange> AdaptiveLimit::CloseWindow(MonotonicTime now) {
   if (window_.samples > 0) {
     const double mean = window_.rtt_sum_us / static_cast<double>(window_.samples);
     const bool rising = baseline_us_ > 0 && mean > baseline_us_ * (1 + policy_.rtt_tolerance);
+    min_rtt_us_ = min_rtt_us_ > 0 ? std::min(min_rtt_us_, mean) : mean;
     if (rising && !window_.decreased) {
-      // To the limit the tolerated round trip allows (limit x tolerated / mean), never
-      // by more than `decrease`: a queue that is only just too long costs a request or
-      // two, not half the pipe. A refusal or an error still halves. @ref LLP 0018#knee
-      const double knee = baseline_us_ * (1 + policy_.rtt_tolerance) / mean;
-      change = Decrease("rtt_rising", std::max(policy_.decrease, knee));
+      change = RttRising(now, mean);
     } else if (!rising && !window_.pushed_back && !window_.decreased &&
                window_.max_in_flight >= limit_ && limit_ < policy_.max) {
       // Every slot was busy and the round trip held: latency-bound, more would help.

@@ -62,7 +62,9 @@ enum class RequestSignal {
 struct LimitChange {
   std::size_t from = 0;
   std::size_t to = 0;
-  std::string_view why;  // "latency_bound" | "backpressure" | "error" | "rtt_rising"
+  // "latency_bound" | "backpressure" | "error" | "rtt_rising" | "rtt_rising_path_full"
+  // (a fall on rising latency held at what fills the path, LLP 0018#bdp)
+  std::string_view why;
 };
 
 // An AIMD controller of the number of requests in flight to one endpoint, driven by
@@ -100,12 +102,15 @@ class AdaptiveLimit {
   // Scales the limit by `factor` in (0, 1), never below one.
   std::optional<LimitChange> Decrease(std::string_view why, double factor);
   std::optional<LimitChange> CloseWindow(MonotonicTime now);
+  std::optional<LimitChange> RttRising(MonotonicTime now, double mean);
+  [[nodiscard]] std::size_t PathInFlight(MonotonicTime now) const;
   [[nodiscard]] std::chrono::microseconds WindowLength() const;
 
   const ConcurrencyPolicy policy_;
   mutable std::mutex mu_;
   std::size_t limit_;       // guarded by mu_
   double baseline_us_ = 0;  // guarded by mu_; 0: none yet
+  double min_rtt_us_ = 0;   // the least window mean round trip; guarded by mu_; 0: none yet
   bool slow_start_;         // guarded by mu_; until the first decrease
   Window window_;           // guarded by mu_
 };

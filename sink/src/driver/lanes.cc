@@ -127,12 +127,13 @@ void Driver::Impl::LimitMoved(const LimitChange& c) {
   counters.concurrency_limit.store(c.to, std::memory_order_relaxed);
   if (c.to > c.from) {
     counters.concurrency_increases.fetch_add(1, std::memory_order_relaxed);
-  } else {
+  } else if (c.to < c.from) {
     counters.concurrency_decreases.fetch_add(1, std::memory_order_relaxed);
   }
   slots.LimitChanged();
-  // Every fall is said; a rise only when it reaches the ceiling (the ramp is counted).
-  if (c.to < c.from || c.to == options.concurrency.max) {
+  // Every fall is said, and a fall the path held at the limit (LLP 0018#bdp); a rise
+  // only when it reaches the ceiling (the ramp is counted).
+  if (c.to <= c.from || c.to == options.concurrency.max) {
     Emit({.name = events::kDriverConcurrency,
           .reason = std::string(c.why),
           .begin = c.from,

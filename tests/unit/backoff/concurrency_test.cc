@@ -233,3 +233,57 @@ TEST_CASE("A limiter's burst that runs out inside the first window keeps the lim
 }
 
 }  // namespace fwdsink
+
+namespace fwdsink {
+namespace {
+
+// One window of `span` in which `ended` requests end, each after `rtt` in flight, with
+// every slot busy; returns the verdict on the window before it (judged by its first).
+std::optional<LimitChange> Span(AdaptiveLimit& l, FakeClock& clock, milliseconds span,
+                                std::size_t ended, milliseconds rtt) {
+  clock.Advance(span);
+  std::optional<LimitChange> first;
+  for (std::size_t i = 0; i < ended; ++i) {
+    auto c = l.Observe(clock.MonotonicNow(), rtt, RequestSignal::kAccepted, l.limit());
+    if (i == 0) first = c;
+  }
+  return first;
+}
+
+}  // namespace
+
+// @ref LLP 0018#bdp
+TEST_CASE("A fall on rising latency stops at what fills the path; a refusal still halves") {
+  FakeClock clock;
+  AdaptiveLimit l(ConcurrencyPolicy{.max = 16});
+  for (int i = 0; i < 6; ++i) (void)Round(l, clock, kRtt);  // 1, 2, 4, 8, 16 at 100 ms
+  REQUIRE(l.limit() == 16);
+  (void)Span(l, clock, kRtt, 1, 4 * kRtt);  // judges the last steady window: no change
+  REQUIRE(l.limit() == 16);
+  SUBCASE("the link is full: 10 answers a round trip, each queued to 400 ms") {
+    (void)Span(l, clock, milliseconds{0}, 9, 4 * kRtt);
+    // 10 a window of 100 ms at a least round trip of 100 ms: 10 in flight fill the
+    // path. The knee (16 x 150 / 400 = 6) and the halving (8) would leave it idle.
+    const auto c = Span(l, clock, kRtt, 1, 4 * kRtt);
+    REQUIRE(c.has_value());
+    CHECK(c->why == "rtt_rising_path_full");
+    CHECK(c->from == 16);
+    CHECK(l.limit() == 10);
+    SUBCASE("twin: a refusal still halves, below the path") {
+      const auto r =
+          l.Observe(clock.MonotonicNow(), microseconds{0}, RequestSignal::kBackpressure, l.limit());
+      REQUIRE(r.has_value());
+      CHECK(r->why == "backpressure");
+      CHECK(l.limit() == 5);
+    }
+  }
+  SUBCASE("twin: few answers (the server slows, not the link): the fall is the knee's") {
+    (void)Span(l, clock, milliseconds{0}, 2, 4 * kRtt);
+    const auto c = Span(l, clock, kRtt, 1, 4 * kRtt);  // 3 a window: the path needs 3
+    REQUIRE(c.has_value());
+    CHECK(c->why == "rtt_rising");
+    CHECK(l.limit() == 8);
+  }
+}
+
+}  // namespace fwdsink
