@@ -56,13 +56,13 @@ Result<std::unique_ptr<Driver>> Driver::Create(DriverOptions options, ForwardDep
 
 // The senders, all made from copies of one ForwardDeps: they share the gate and the
 // pacer (shared_ptrs), and tell the limit about each answer through their observer.
-// @ref LLP 0018#senders
+// Each has request slots of its own over the shared ones: they yield its own slot.
+// @ref LLP 0018#senders @ref LLP 0021#cursor-road
 Status Driver::Impl::MakeLanes() {
   ForwardDeps sender_deps = deps;
   lanes.reserve(options.concurrency.max);
   for (std::size_t i = 0; i < options.concurrency.max; ++i) {
     sender_deps.on_attempt = [this](const AttemptRecord& r) { OnAttempt(r); };
-    sender_deps.requests = requests;
     sender_deps.inflight = inflight;
     // Not while the endpoint in use is held by a Retry-After. @ref LLP 0018#lend
     const auto unheld = [this] {
@@ -72,6 +72,7 @@ Status Driver::Impl::MakeLanes() {
     };
     auto slot = std::make_unique<LaneSlot>(slots, *deps.sleeper, stop.get_token(), unheld);
     sender_deps.sleeper = slot.get();
+    sender_deps.requests = std::make_shared<LaneRequests>(slots, *slot, stop.get_token(), counters);
     auto sink = ForwardSink::Create(options.forward, sender_deps);
     if (!sink.ok()) return sink.status().WithFieldPrefix("forward");
     lanes.push_back(Lane{.sink = std::move(*sink),
@@ -244,40 +245,20 @@ void Driver::Impl::ForwardOne(Lane& lane, const ReadyPartition& p, TickReport& r
 bool Driver::Impl::ForwardFrom(Lane& lane, const ReadyPartition& p, TickReport& report) {
   const std::optional<CursorState> cursor = StartCursor(p, report);
   if (!cursor) return false;
-  // Cursors are saved on the writer's thread while the next chunk is in flight, and
-  // only from the ack callback; every path below flushes before touching the spool
-  // again. @ref LLP 0021#async-cursor
-  // Two steps: the cursor and its journal are queued (grouped saves: the writer does not
-  // wait), the slot is yielded when nothing else of the partition is in flight.
-  const auto on_ack = [this, &lane](const AckedChunk& a) {
-    // The final chunk's cursor would be deleted by MarkDelivered a moment later; a crash
-    // in between re-sends that one chunk under the same key. @ref LLP 0021#async-cursor
-    if (a.final) return true;
-    // The cursor is the contiguous prefix of whole chunks (never inside a split chunk,
-    // never past a gap); the journal says what lies past it: the pieces owed, re-sent
-    // exactly after a crash, and those acknowledged past a gap, never re-sent.
-    // @ref LLP 0023#split-window @ref LLP 0014#window
-    if (!lane.cursors->Submit(std::string(a.partition), a.cursor,
-                              std::vector<CursorRange>(a.journal.begin(), a.journal.end()))) {
-      return false;
-    }
-    if (a.in_flight == 0) YieldSlot(lane);
-    return true;  // a stop that cut the yield short aborts the sink's next request
-  };
-  // Before the first byte of ranges a restart could not cut again by itself: durable.
-  // @ref LLP 0014#journal
-  const auto on_journal = [&lane](const JournalState& j) {
-    return lane.cursors->Submit(std::string(j.partition), j.cursor,
-                                std::vector<CursorRange>(j.ranges.begin(), j.ranges.end())) &&
-           lane.cursors->Sync();
-  };
+  // The sink writes the cursor itself, on the lane's cursor writer (its CursorLog): the
+  // journal durable before new ranges leave, each ack's cursor queued, the final one
+  // left to MarkDelivered. Saves run on the writer's thread while the next chunk is in
+  // flight; every path below flushes before touching the spool again. The driver keeps
+  // the dead letters, and the slots through the sink's deps. @ref LLP 0021#cursor-road
+  // @ref LLP 0021#async-cursor
   const auto on_poison = [this, &lane, &p, &report](const PoisonedChunk& c) {
     return DeadLetter(lane, p, c, report);
   };
   const ForwardResult r = lane.sink->ForwardPartition(
       p.name, p.path,
-      ForwardStart{.begin = cursor->offset, .journal = cursor->ranges, .on_journal = on_journal},
-      on_ack, on_poison);
+      ForwardStart{
+          .begin = cursor->offset, .journal = cursor->ranges, .cursor_log = lane.cursors.get()},
+      /*on_ack=*/{}, on_poison);
   if (const Status saved = lane.cursors->Flush(); !saved.ok()) {
     // The sink already stopped (Submit refused the next ack); the partition stays
     // where its last saved cursor says, and is re-sent from there next tick — after

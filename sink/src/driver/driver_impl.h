@@ -94,7 +94,6 @@ struct Driver::Impl {
         overload(options.tick_pauses),
         limit(options.concurrency),
         slots([this] { return limit.limit(); }),
-        requests(std::make_shared<LaneRequests>(slots, counters)),
         inflight(std::make_shared<InflightBudget>(options.forward.max_inflight_bytes)) {
     counters.concurrency_limit.store(limit.limit(), std::memory_order_relaxed);
   }
@@ -111,8 +110,6 @@ struct Driver::Impl {
   void SendAll(const std::vector<ReadyPartition>& ready, TickReport& report);
   // Each answered request of a lane's sink: the limit learns from it. @ref LLP 0018#signals
   void OnAttempt(const AttemptRecord& r);
-  // Between two chunks: gives the slot up and waits for it while over the limit.
-  void YieldSlot(Lane& lane);
   void Observe(std::chrono::microseconds rtt, RequestSignal signal);
   void LimitMoved(const LimitChange& c);
   // Where partition `p` resumes (its cursor and journal), or nullopt when its cursor
@@ -178,9 +175,8 @@ struct Driver::Impl {
   OverloadLevel overload;   // driver thread only
   AdaptiveLimit limit;      // thread-safe; shared by the senders
   SenderSlots slots;        // thread-safe
-  // The senders' second and later requests, from the same slots; the bytes in flight of
-  // every sender. @ref LLP 0014#window
-  std::shared_ptr<LaneRequests> requests;
+  // The bytes in flight of every sender (each sender's requests beyond its first come
+  // from `slots`, through its sink's own LaneRequests). @ref LLP 0014#window
   std::shared_ptr<InflightBudget> inflight;
   std::stop_source stop;
   DriverCounters counters;

@@ -112,12 +112,6 @@ void Driver::Impl::OnAttempt(const AttemptRecord& r) {
   }
 }
 
-void Driver::Impl::YieldSlot(Lane& lane) {
-  if (!lane.slot->held()) return;
-  if (!lane.slot->Yield(stop.get_token())) return;  // stopped: the sink aborts next
-  counters.senders_busy.store(slots.busy(), std::memory_order_relaxed);
-}
-
 void Driver::Impl::Observe(std::chrono::microseconds rtt, RequestSignal signal) {
   const auto change = limit.Observe(deps.time->MonotonicNow(), rtt, signal, slots.busy());
   if (change) LimitMoved(*change);

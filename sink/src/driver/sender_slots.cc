@@ -59,6 +59,12 @@ void LaneRequests::Release() {
   counters_.requests_in_flight.store(slots_.busy(), std::memory_order_relaxed);
 }
 
+void LaneRequests::Yield() {
+  if (!own_.held()) return;
+  if (!own_.Yield(stop_)) return;  // stopped: the sink aborts next
+  counters_.senders_busy.store(slots_.busy(), std::memory_order_relaxed);
+}
+
 bool SenderSlots::Yield(std::stop_token stop) {
   std::unique_lock lock(mu_);
   // Over the limit, or at it while a sender back from a wait needs this slot.

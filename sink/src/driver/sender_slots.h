@@ -108,17 +108,29 @@ class LaneSlot final : public Sleeper {
   bool held_ = false;  // sender thread only
 };
 
-// The driver's RequestSlots: the senders' extra requests from `slots`; keeps the
-// requests_in_flight gauge.
+// The driver's RequestSlots for one sender: its extra requests from `slots`, and its own
+// slot (`own`) given up between two chunks while over the limit; keeps the
+// requests_in_flight and senders_busy gauges. @ref LLP 0021#cursor-road
+//
+// Threads: TryAcquire() and Release() any thread; Yield() the sender's thread (as `own`).
+// Not owned: `slots`, `own` and `counters` outlive it.
 class LaneRequests final : public RequestSlots {
  public:
-  LaneRequests(SenderSlots& slots, DriverCounters& counters) : slots_(slots), counters_(counters) {}
+  // `stop`: the driver's; it ends a wait in Yield().
+  LaneRequests(SenderSlots& slots, LaneSlot& own, std::stop_token stop, DriverCounters& counters)
+      : slots_(slots), own_(own), stop_(std::move(stop)), counters_(counters) {}
   [[nodiscard]] bool TryAcquire(std::size_t held) override;
   void Release() override;
+  // Gives the sender's own slot up and waits for it while over the limit
+  // (SenderSlots::Yield). A stop that cuts the wait short leaves it not held: the sink
+  // aborts its next request.
+  void Yield() override;
 
  private:
-  SenderSlots& slots_;        // Not owned.
-  DriverCounters& counters_;  // Not owned.
+  SenderSlots& slots_;
+  LaneSlot& own_;
+  const std::stop_token stop_;
+  DriverCounters& counters_;
 };
 
 }  // namespace fwdsink
