@@ -41,26 +41,26 @@ void Merge(TickReport& into, const TickReport& r) {
 // runs between ticks. @ref LLP 0018#senders
 void Driver::Impl::HandOut(std::size_t count, const SenderWork& work, TickReport& report) {
   next.store(0);
-  const std::size_t n = std::min(lanes.size(), count);
+  const std::size_t n = std::min(senders.size(), count);
   if (n == 0) return;
   {
-    std::vector<std::jthread> senders;
+    std::vector<std::jthread> threads;
     for (std::size_t i = 1; i < n; ++i) {
-      senders.emplace_back(
-          [this, i, count, &work, &report] { SenderLoop(lanes[i], count, work, report); });
+      threads.emplace_back(
+          [this, i, count, &work, &report] { SenderLoop(senders[i], count, work, report); });
     }
-    SenderLoop(lanes[0], count, work, report);
+    SenderLoop(senders[0], count, work, report);
   }  // joined here
   counters.senders_busy.store(0, std::memory_order_relaxed);
   counters.requests_in_flight.store(0, std::memory_order_relaxed);
 }
 
-void Driver::Impl::SenderLoop(Lane& lane, std::size_t count, const SenderWork& work,
+void Driver::Impl::SenderLoop(Sender& sender, std::size_t count, const SenderWork& work,
                               TickReport& report) {
   TickReport mine;
   while (!stop_tick.load()) {
     if (next.load() >= count) break;  // nothing left to hand out: no slot taken
-    if (stop.stop_requested() || !lane.slot->Acquire(stop.get_token())) {
+    if (stop.stop_requested() || !sender.slot->Acquire(stop.get_token())) {
       mine.aborted = true;
       break;
     }
@@ -68,9 +68,9 @@ void Driver::Impl::SenderLoop(Lane& lane, std::size_t count, const SenderWork& w
     if (i < count && !stop_tick.load()) {
       counters.senders_busy.store(slots.busy(), std::memory_order_relaxed);
       counters.requests_in_flight.store(slots.busy(), std::memory_order_relaxed);
-      work(lane, i, mine);
+      work(sender, i, mine);
     }
-    lane.slot->Release();
+    sender.slot->Release();
     if (i >= count) break;
   }
   std::lock_guard guard(report_mu);
@@ -80,8 +80,8 @@ void Driver::Impl::SenderLoop(Lane& lane, std::size_t count, const SenderWork& w
 void Driver::Impl::SendAll(const std::vector<ReadyPartition>& ready, TickReport& report) {
   HandOut(
       ready.size(),
-      [this, &ready](Lane& lane, std::size_t i, TickReport& mine) {
-        ForwardOne(lane, ready[i], mine);
+      [this, &ready](Sender& sender, std::size_t i, TickReport& mine) {
+        ForwardOne(sender, ready[i], mine);
       },
       report);
 }
