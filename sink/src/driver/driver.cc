@@ -56,7 +56,7 @@ Result<std::unique_ptr<Driver>> Driver::Create(DriverOptions options, ForwardDep
 
 // The senders, all made from copies of one ForwardDeps: they share the gate and the
 // pacer (shared_ptrs), and tell the limit about each answer through their observer.
-// Each has request slots of its own over the shared ones: they yield its own slot.
+// Each has its own part of the slot pool: its sink's sleeper and request slots.
 // @ref LLP 0018#senders @ref LLP 0021#cursor-road
 Status Driver::Impl::MakeSenders() {
   ForwardDeps sender_deps = deps;
@@ -70,9 +70,10 @@ Status Driver::Impl::MakeSenders() {
       return e.gate->Remaining(deps.time->MonotonicNow()).remaining <=
              std::chrono::milliseconds::zero();
     };
-    auto slot = std::make_unique<LaneSlot>(slots, *deps.sleeper, stop.get_token(), unheld);
+    auto slot =
+        std::make_shared<SenderSlot>(pool, *deps.sleeper, stop.get_token(), unheld, counters);
     sender_deps.sleeper = slot.get();
-    sender_deps.requests = std::make_shared<LaneRequests>(slots, *slot, stop.get_token(), counters);
+    sender_deps.requests = slot;
     auto sink = ForwardSink::Create(options.forward, sender_deps);
     if (!sink.ok()) return sink.status().WithFieldPrefix("forward");
     senders.push_back(Sender{.sink = std::move(*sink),
@@ -249,7 +250,7 @@ bool Driver::Impl::ForwardFrom(Sender& sender, const ReadyPartition& p, TickRepo
   // journal durable before new ranges leave, each ack's cursor queued, the final one
   // left to MarkDelivered. Saves run on the writer's thread while the next chunk is in
   // flight; every path below flushes before touching the spool again. The driver keeps
-  // the dead letters, and the slots through the sink's deps. @ref LLP 0021#cursor-road
+  // the dead letters, and its slot through the sink's deps. @ref LLP 0021#cursor-road
   // @ref LLP 0021#async-cursor
   const auto on_poison = [this, &sender, &p, &report](const PoisonedChunk& c) {
     return DeadLetter(sender, p, c, report);

@@ -77,9 +77,9 @@ inline void AddAcked(TickReport& report, const ForwardResult& r) {
 struct Sender {
   std::unique_ptr<ForwardSink> sink;
   std::unique_ptr<CursorWriter> cursors;
-  // The slot it holds, and the sleeper of its sink: a long wait lends the slot.
-  // @ref LLP 0018#lend
-  std::unique_ptr<LaneSlot> slot;
+  // Its part of the slot pool, shared with its sink (the sink's sleeper, which lends the
+  // own slot for a long wait, and its request slots). @ref LLP 0018#lend
+  std::shared_ptr<SenderSlot> slot;
 };
 
 // Everything the driver keeps; the public class is its handle. Tick() and what it
@@ -93,7 +93,7 @@ struct Driver::Impl {
         spool(std::move(s)),
         overload(options.tick_pauses),
         limit(options.concurrency),
-        slots([this] { return limit.limit(); }),
+        pool([this] { return limit.limit(); }),
         inflight(std::make_shared<InflightBudget>(options.forward.max_inflight_bytes)) {
     counters.concurrency_limit.store(limit.limit(), std::memory_order_relaxed);
   }
@@ -174,9 +174,9 @@ struct Driver::Impl {
   std::vector<Sender> senders;  // fixed after MakeSenders(); senders[0] is sink()
   OverloadLevel overload;       // driver thread only
   AdaptiveLimit limit;          // thread-safe; shared by the senders
-  SenderSlots slots;            // thread-safe
+  SlotPool pool;                // thread-safe; each sender's SenderSlot takes from it
   // The bytes in flight of every sender (each sender's requests beyond its first come
-  // from `slots`, through its sink's own LaneRequests). @ref LLP 0014#window
+  // from `pool`, through its SenderSlot). @ref LLP 0014#window
   std::shared_ptr<InflightBudget> inflight;
   std::stop_source stop;
   DriverCounters counters;

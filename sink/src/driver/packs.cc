@@ -122,7 +122,7 @@ bool Driver::Impl::ResumePacks(TickReport& report) {
   }
   if (scan->manifests.empty()) return true;
   Sender& sender = senders.front();
-  if (!sender.slot->Acquire(stop.get_token())) {
+  if (!sender.slot->AcquireOwn()) {
     report.aborted = true;
     return false;
   }
@@ -143,7 +143,7 @@ bool Driver::Impl::ResumePacks(TickReport& report) {
       break;
     }
   }
-  sender.slot->Release();
+  sender.slot->ReleaseOwn();
   return settled;
 }
 

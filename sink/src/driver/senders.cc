@@ -60,17 +60,17 @@ void Driver::Impl::SenderLoop(Sender& sender, std::size_t count, const SenderWor
   TickReport mine;
   while (!stop_tick.load()) {
     if (next.load() >= count) break;  // nothing left to hand out: no slot taken
-    if (stop.stop_requested() || !sender.slot->Acquire(stop.get_token())) {
+    if (stop.stop_requested() || !sender.slot->AcquireOwn()) {
       mine.aborted = true;
       break;
     }
     const std::size_t i = next.fetch_add(1);
     if (i < count && !stop_tick.load()) {
-      counters.senders_busy.store(slots.busy(), std::memory_order_relaxed);
-      counters.requests_in_flight.store(slots.busy(), std::memory_order_relaxed);
+      counters.senders_busy.store(pool.busy(), std::memory_order_relaxed);
+      counters.requests_in_flight.store(pool.busy(), std::memory_order_relaxed);
       work(sender, i, mine);
     }
-    sender.slot->Release();
+    sender.slot->ReleaseOwn();
     if (i >= count) break;
   }
   std::lock_guard guard(report_mu);
@@ -113,7 +113,7 @@ void Driver::Impl::OnAttempt(const AttemptRecord& r) {
 }
 
 void Driver::Impl::Observe(std::chrono::microseconds rtt, RequestSignal signal) {
-  const auto change = limit.Observe(deps.time->MonotonicNow(), rtt, signal, slots.busy());
+  const auto change = limit.Observe(deps.time->MonotonicNow(), rtt, signal, pool.busy());
   if (change) LimitMoved(*change);
 }
 
@@ -124,7 +124,7 @@ void Driver::Impl::LimitMoved(const LimitChange& c) {
   } else {
     counters.concurrency_decreases.fetch_add(1, std::memory_order_relaxed);
   }
-  slots.LimitChanged();
+  pool.LimitChanged();
   // Every fall is said; a rise only when it reaches the ceiling (the ramp is counted).
   if (c.to < c.from || c.to == options.concurrency.max) {
     Emit({.name = events::kDriverConcurrency,
