@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The driver's slots: a sender's long wait lends its slot to the other partitions and
-// takes it back ahead of them (LaneSlot over SenderSlots); and, at the driver, a
+// takes it back ahead of them (SenderSlot over SlotPool); and, at the driver, a
 // partition asleep on its retry wait holds no other back. @ref LLP 0018#lend
 #include <doctest/doctest.h>
 
@@ -22,8 +22,8 @@
 #include "support/test_files.h"
 
 using namespace std::chrono_literals;
-using fwdsink::LaneSlot;
-using fwdsink::SenderSlots;
+using fwdsink::SenderSlot;
+using fwdsink::SlotPool;
 using fwdsink::test::AtExit;
 using fwdsink::test::WaitFor;
 using fwdsink_test::ScriptedServer;
@@ -86,62 +86,65 @@ class ParkingSleeper final : public fwdsink::Sleeper {
 }  // namespace
 
 TEST_CASE("ALongWaitLendsTheSlotAndAShortOneKeepsIt") {
-  SenderSlots slots([] { return std::size_t{1}; });
+  SlotPool pool([] { return std::size_t{1}; });
+  fwdsink::DriverCounters counters;
   std::stop_source driver;
   CallbackSleeper inner;
   bool worth_lending = true;
-  LaneSlot lane(slots, inner, driver.get_token(), [&] { return worth_lending; });
-  REQUIRE(lane.Acquire(driver.get_token()));
+  SenderSlot sender(
+      pool, inner, driver.get_token(), [&] { return worth_lending; }, counters);
+  REQUIRE(sender.AcquireOwn());
   std::size_t busy_during = 99;
-  inner.during = [&] { busy_during = slots.busy(); };
+  inner.during = [&] { busy_during = pool.busy(); };
 
   SUBCASE("a ladder rung or a Retry-After: lent, and held again after") {
-    CHECK(lane.SleepFor(LaneSlot::kLendFrom, driver.get_token()));
+    CHECK(sender.SleepFor(SenderSlot::kLendFrom, driver.get_token()));
     CHECK(busy_during == 0);
-    CHECK(lane.held());
-    CHECK(slots.busy() == 1);
+    CHECK(sender.held());
+    CHECK(pool.busy() == 1);
   }
   SUBCASE("twin: the pacer's spacing keeps the slot") {
-    CHECK(lane.SleepFor(LaneSlot::kLendFrom - 1ms, driver.get_token()));
+    CHECK(sender.SleepFor(SenderSlot::kLendFrom - 1ms, driver.get_token()));
     CHECK(busy_during == 1);
-    CHECK(lane.held());
+    CHECK(sender.held());
   }
   SUBCASE("twin: a wait while the endpoint is held (Retry-After) keeps the slot") {
     worth_lending = false;
-    CHECK(lane.SleepFor(30s, driver.get_token()));
+    CHECK(sender.SleepFor(30s, driver.get_token()));
     CHECK(busy_during == 1);
-    CHECK(lane.held());
+    CHECK(sender.held());
   }
   SUBCASE("a wait without a slot (a stopped yield) lends nothing") {
-    lane.Release();
-    CHECK(lane.SleepFor(30s, driver.get_token()));
+    sender.ReleaseOwn();
+    CHECK(sender.SleepFor(30s, driver.get_token()));
     CHECK(busy_during == 0);
-    CHECK_FALSE(lane.held());
-    CHECK(slots.busy() == 0);
+    CHECK_FALSE(sender.held());
+    CHECK(pool.busy() == 0);
   }
   SUBCASE("the driver stopping ends the wait for the slot back") {
     inner.during = [&] {
-      CHECK(slots.Acquire(driver.get_token()));  // another sender took the lent slot
+      CHECK(pool.Acquire(driver.get_token()));  // another sender took the lent slot
       driver.request_stop();
     };
-    CHECK_FALSE(lane.SleepFor(30s, driver.get_token()));
-    CHECK_FALSE(lane.held());
-    CHECK(slots.busy() == 1);  // only the other sender's
+    CHECK_FALSE(sender.SleepFor(30s, driver.get_token()));
+    CHECK_FALSE(sender.held());
+    CHECK(pool.busy() == 1);  // only the other sender's
   }
 }
 
 TEST_CASE("ASenderBackFromAWaitGoesFirstAndTheSenderInItsSlotYieldsAtItsNextChunk") {
-  SenderSlots slots([] { return std::size_t{1}; });
+  SlotPool pool([] { return std::size_t{1}; });
+  fwdsink::DriverCounters counters;
   std::stop_source driver;
   CallbackSleeper inner_a;
   fwdsink::FakeClock clock;
   const auto always = [] { return true; };
-  LaneSlot a(slots, inner_a, driver.get_token(), always);
-  LaneSlot b(slots, clock, driver.get_token(), always);
-  REQUIRE(a.Acquire(driver.get_token()));
+  SenderSlot a(pool, inner_a, driver.get_token(), always, counters);
+  SenderSlot b(pool, clock, driver.get_token(), always, counters);
+  REQUIRE(a.AcquireOwn());
   std::promise<void> b_took_it;
   inner_a.during = [&] {
-    CHECK(b.Acquire(driver.get_token()));  // while a waits, b sends
+    CHECK(b.AcquireOwn());  // while a waits, b sends
     b_took_it.set_value();
   };
   auto a_sleeps =
@@ -150,40 +153,43 @@ TEST_CASE("ASenderBackFromAWaitGoesFirstAndTheSenderInItsSlotYieldsAtItsNextChun
   b_took_it.get_future().wait();
 
   SUBCASE("b's next Yield hands the slot to a, and b waits for it") {
-    REQUIRE(WaitFor([&] { return slots.returning() == 1; }));  // a waits to reclaim
-    auto b_yields = std::async(std::launch::async, [&] { return b.Yield(driver.get_token()); });
+    REQUIRE(WaitFor([&] { return pool.returning() == 1; }));  // a waits to reclaim
+    auto b_yields = std::async(std::launch::async, [&] {
+      b.Yield();
+      return b.held();
+    });
     const AtExit stop_b{[&] { driver.request_stop(); }};
     REQUIRE(a_sleeps.wait_for(10s) == std::future_status::ready);
     CHECK(a_sleeps.get());
     CHECK(a.held());
-    CHECK(slots.busy() == 1);
-    a.Release();  // a's partition done: b goes on
+    CHECK(pool.busy() == 1);
+    a.ReleaseOwn();  // a's partition done: b goes on
     REQUIRE(b_yields.wait_for(10s) == std::future_status::ready);
     CHECK(b_yields.get());
     CHECK(b.held());
   }
   SUBCASE("twin: with nobody back from a wait, Yield within the limit keeps the slot") {
-    b.Release();  // b's partition done: a takes its slot back
+    b.ReleaseOwn();  // b's partition done: a takes its slot back
     REQUIRE(a_sleeps.wait_for(10s) == std::future_status::ready);
     CHECK(a_sleeps.get());
-    CHECK(slots.returning() == 0);
-    CHECK(a.Yield(driver.get_token()));
+    CHECK(pool.returning() == 0);
+    a.Yield();
     CHECK(a.held());
-    CHECK(slots.busy() == 1);
+    CHECK(pool.busy() == 1);
   }
   SUBCASE("a new partition does not start ahead of a sender back from a wait") {
-    REQUIRE(WaitFor([&] { return slots.returning() == 1; }));
+    REQUIRE(WaitFor([&] { return pool.returning() == 1; }));
     CallbackSleeper unused;
-    LaneSlot c(slots, unused, driver.get_token(), always);
-    auto c_starts = std::async(std::launch::async, [&] { return c.Acquire(driver.get_token()); });
+    SenderSlot c(pool, unused, driver.get_token(), always, counters);
+    auto c_starts = std::async(std::launch::async, [&] { return c.AcquireOwn(); });
     const AtExit stop_c{[&] { driver.request_stop(); }};
-    b.Release();
+    b.ReleaseOwn();
     REQUIRE(a_sleeps.wait_for(10s) == std::future_status::ready);
     CHECK(a.held());  // a got it, not c
-    a.Release();
+    a.ReleaseOwn();
     REQUIRE(c_starts.wait_for(10s) == std::future_status::ready);
     CHECK(c_starts.get());
-    c.Release();
+    c.ReleaseOwn();
   }
 }
 

@@ -68,15 +68,17 @@ struct ForwardDeps {
   // Told of every answered request, on the sending thread; default: nobody.
   AttemptObserver on_attempt;
   // Slots for a partition's second and later requests in flight (its first is the
-  // sender's own): the driver's adaptive limit counts requests. Default: none (a sink
-  // alone fills its window). @ref LLP 0014#window
+  // sender's own): the driver's adaptive limit counts requests. The driver gives each
+  // sender its own, over one shared limit, since Yield() acts on that sender's slot.
+  // Default: none (a sink alone fills its window). @ref LLP 0014#window
   std::shared_ptr<RequestSlots> requests;
   // The bytes in flight, shared by every sender made from these deps; default: a
   // private budget of options.max_inflight_bytes. @ref LLP 0014#window-memory
   std::shared_ptr<InflightBudget> inflight;
 };
 
-// Slots for requests in flight beyond a sender's first. Thread-safe.
+// Slots for requests in flight beyond a sender's first, and the point between two
+// chunks where the sender may give its own slot up. Thread-safe.
 class RequestSlots {
  public:
   virtual ~RequestSlots() = default;
@@ -84,6 +86,13 @@ class RequestSlots {
   // holds already (a fair share caps it).
   [[nodiscard]] virtual bool TryAcquire(std::size_t held) = 0;
   virtual void Release() = 0;
+  // Called by the sink between two chunks: after an acknowledgement whose cursor was
+  // taken, that leaves none of the partition's requests in flight (the sender holds its
+  // own slot alone) and more of the partition to send. It may give that slot up and
+  // wait for it again (a limit that fell) before the sink's next request; the sink goes
+  // on when it returns, and a Close() that cut it short aborts that request. Default:
+  // returns at once. @ref LLP 0021#cursor-road @ref LLP 0018#slots
+  virtual void Yield() {}
 };
 
 // A budget of bytes, taken by a request's bodies while it is in flight: a cap, like

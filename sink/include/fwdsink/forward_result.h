@@ -1,21 +1,22 @@
 // SPDX-License-Identifier: Apache-2.0
 // What a forward sink tells: how a ForwardPartition call ended (ForwardResult), the
-// records its callbacks are handed while it runs (acknowledged chunks, the journal,
-// poisoned chunks, answered requests), and what its sender is doing now. Plain data,
-// apart from the sink (forward_sink.h). @ref LLP 0014#layers
+// records its callbacks are handed while it runs (poisoned chunks, answered requests;
+// acknowledged chunks and the journal, with the cursor log that takes them, are in
+// cursor_log.h, included here), where a call starts (ForwardStart), and what its sender
+// is doing now. Plain data, apart from the sink (forward_sink.h). @ref LLP 0014#layers
 #pragma once
 
 #include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
-#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include "fwdsink/clock.h"
 #include "fwdsink/cursor.h"
+#include "fwdsink/cursor_log.h"
 
 namespace fwdsink {
 
@@ -76,53 +77,30 @@ struct ForwardResult {
   std::int64_t file_mtime_ns = 0;
 };
 
-// An acknowledged chunk, passed to the ack callback before the next chunk is sent.
-// Also passed for a poisoned chunk once the poison callback has put it in dead
-// letters (dead_lettered): the cursor then moves past it by the same route.
-struct AckedChunk {
-  std::string_view partition;
-  std::uint64_t begin = 0;
-  std::uint64_t end = 0;
-  std::uint64_t rows = 0;
-  bool duplicate = false;      // the server said it had this key already
-  bool final = false;          // the partition is acknowledged to its end with this chunk
-  bool dead_lettered = false;  // the rows went to dead letters, not to the server
-  // Part of a split chunk whose other parts are not all acknowledged yet. A cursor
-  // persisted here would make a restart chunk differently from the halves the server
-  // may already hold (new keys, rows stored twice): the driver persists the cursor at
-  // the split chunk's end instead. @ref LLP 0023#split-window
-  bool inside_split = false;
-  // Where the cursor may be persisted now: the end of the contiguous prefix of wholly
-  // acknowledged chunks (never inside a split chunk, never past a gap). @ref LLP 0014#window
-  std::uint64_t cursor = 0;
-  // Requests of the partition still in flight after this one.
-  std::size_t in_flight = 0;
-  // The journal past `cursor` (CursorWindow::Journal): the ranges in flight and those
-  // acknowledged past a gap, to persist with the cursor. @ref LLP 0014#journal
-  std::span<const CursorRange> journal{};
-};
-// Persists the cursor; returns false if it could not (the sink then stops and
-// respools with kCursorNotSaved rather than run ahead of what is on disk).
+// Told of each acknowledged chunk (AckedChunk, cursor_log.h), after the cursor log if one
+// was handed; persists the cursor where its caller keeps it, and returns false if it
+// could not (the sink then stops and respools with kCursorNotSaved rather than run ahead
+// of what is on disk).
 using AckCallback = std::function<bool(const AckedChunk&)>;
 
-// The journal of a partition's call, handed over before the first byte of new ranges
-// (chunks, split pieces) leaves: the callback must make it durable before it returns,
-// or return false (the sink then stops with kCursorNotSaved, nothing new sent).
+// The journal of a partition's call (JournalState, cursor_log.h), handed over before the
+// first byte of new ranges (chunks, split pieces) leaves: the callback must make it
+// durable before it returns, or return false (the sink then stops with kCursorNotSaved,
+// nothing new sent). For a caller of its own; the driver hands a CursorLog instead.
 // @ref LLP 0014#journal
-struct JournalState {
-  std::string_view partition;
-  std::uint64_t cursor = 0;               // as AckedChunk::cursor
-  std::span<const CursorRange> ranges{};  // gapless from `cursor`
-};
 using JournalCallback = std::function<bool(const JournalState&)>;
 
 // Where a ForwardPartition call starts: the persisted cursor and its journal (as
 // Spool::LoadCursor gives them: the journal's unacknowledged ranges are re-sent first,
-// exactly, under their keys; acknowledged ones never), and the journal's callback.
+// exactly, under their keys; acknowledged ones never), and where the cursor goes while
+// it runs. With neither cursor_log nor on_journal, nothing is journaled (a bare sink).
 struct ForwardStart {
   std::uint64_t begin = 0;
   std::vector<CursorRange> journal{};
-  JournalCallback on_journal{};  // empty: nothing is journaled (a bare sink)
+  JournalCallback on_journal{};  // called after the cursor log's Journal(), when set
+  // Takes the journal and every acknowledged chunk's cursor (the driver's cursor
+  // writer); null: none. Not owned; must outlive the call. @ref LLP 0021#cursor-road
+  CursorLog* cursor_log = nullptr;
 };
 
 // A chunk the server refuses as malformed (a single row, after bisection), passed to

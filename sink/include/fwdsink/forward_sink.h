@@ -6,8 +6,10 @@
 // spool.h, which it has always brought) so that this header still declares
 // every name it did. @ref LLP 0014#layers
 //   fwdsink/forward_options.h  ForwardOptions, ResponseRules, BasicAuth, Validate()
-//   fwdsink/forward_result.h   Outcome, ForwardResult, AckedChunk, JournalState,
-//                              PoisonedChunk, AttemptRecord, SenderState, the callbacks
+//   fwdsink/forward_result.h   Outcome, ForwardResult, ForwardStart, PoisonedChunk,
+//                              AttemptRecord, SenderState, the callbacks
+//   fwdsink/cursor_log.h       CursorLog, AckedChunk, JournalState (the spool's; included
+//                              by forward_result.h)
 //   fwdsink/forward_deps.h     ForwardDeps, TokenProvider, RequestSlots, InflightBudget
 #pragma once
 
@@ -43,8 +45,9 @@ struct PackResult;
 // and every later ForwardPartition() return kAborted with the cursor at the last
 // acknowledged chunk.
 //
-// Deliberately ignores: partition discovery, cursor storage and dead letters (the
-// driver's job, through the ack and poison callbacks and the outcome).
+// Deliberately ignores: partition discovery, how cursors are stored and dead letters
+// (the driver's job, through the cursor log it hands over, the poison callback and the
+// outcome; a caller of its own may take the cursor through the ack callback).
 class ForwardSink {
  public:
   // Creates a sink; returns a kInvalidConfig status naming the field when the options
@@ -64,7 +67,9 @@ class ForwardSink {
                                                const std::filesystem::path& path,
                                                std::uint64_t begin, const AckCallback& on_ack,
                                                const PoisonCallback& on_poison = {});
-  // The same from a cursor and its journal. @ref LLP 0014#journal
+  // The same from a cursor and its journal, telling `start.cursor_log` (when set) the
+  // journal and each acknowledged chunk before `on_ack` (when set).
+  // @ref LLP 0014#journal @ref LLP 0021#cursor-road
   [[nodiscard]] ForwardResult ForwardPartition(std::string_view partition,
                                                const std::filesystem::path& path,
                                                const ForwardStart& start, const AckCallback& on_ack,

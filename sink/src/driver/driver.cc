@@ -50,19 +50,19 @@ Result<std::unique_ptr<Driver>> Driver::Create(DriverOptions options, ForwardDep
   if (!resolved.ok()) return resolved.status().WithFieldPrefix("forward");
   auto impl = std::make_unique<Impl>(std::move(*lock), std::move(options),
                                      std::move(resolved).value(), std::move(*spool));
-  if (Status e = impl->MakeLanes(); !e.ok()) return e;
+  if (Status e = impl->MakeSenders(); !e.ok()) return e;
   return std::unique_ptr<Driver>(new Driver(std::move(impl)));
 }
 
 // The senders, all made from copies of one ForwardDeps: they share the gate and the
 // pacer (shared_ptrs), and tell the limit about each answer through their observer.
-// @ref LLP 0018#senders
-Status Driver::Impl::MakeLanes() {
+// Each has its own part of the slot pool: its sink's sleeper and request slots.
+// @ref LLP 0018#senders @ref LLP 0021#cursor-road
+Status Driver::Impl::MakeSenders() {
   ForwardDeps sender_deps = deps;
-  lanes.reserve(options.concurrency.max);
+  senders.reserve(options.concurrency.max);
   for (std::size_t i = 0; i < options.concurrency.max; ++i) {
     sender_deps.on_attempt = [this](const AttemptRecord& r) { OnAttempt(r); };
-    sender_deps.requests = requests;
     sender_deps.inflight = inflight;
     // Not while the endpoint in use is held by a Retry-After. @ref LLP 0018#lend
     const auto unheld = [this] {
@@ -70,13 +70,15 @@ Status Driver::Impl::MakeLanes() {
       return e.gate->Remaining(deps.time->MonotonicNow()).remaining <=
              std::chrono::milliseconds::zero();
     };
-    auto slot = std::make_unique<LaneSlot>(slots, *deps.sleeper, stop.get_token(), unheld);
+    auto slot =
+        std::make_shared<SenderSlot>(pool, *deps.sleeper, stop.get_token(), unheld, counters);
     sender_deps.sleeper = slot.get();
+    sender_deps.requests = slot;
     auto sink = ForwardSink::Create(options.forward, sender_deps);
     if (!sink.ok()) return sink.status().WithFieldPrefix("forward");
-    lanes.push_back(Lane{.sink = std::move(*sink),
-                         .cursors = std::make_unique<CursorWriter>(spool),
-                         .slot = std::move(slot)});
+    senders.push_back(Sender{.sink = std::move(*sink),
+                             .cursors = std::make_unique<CursorWriter>(spool),
+                             .slot = std::move(slot)});
   }
   return OkStatus();
 }
@@ -90,17 +92,17 @@ void Driver::Run() { impl_->Run(); }
 
 void Driver::Close() {
   impl_->stop.request_stop();
-  for (Lane& lane : impl_->lanes) lane.sink->Close();
+  for (Sender& sender : impl_->senders) sender.sink->Close();
 }
 
 bool Driver::closed() const { return impl_->stop.stop_requested(); }
 const DriverCounters& Driver::counters() const { return impl_->counters; }
-const ForwardSink& Driver::sink() const { return *impl_->lanes.front().sink; }
+const ForwardSink& Driver::sink() const { return *impl_->senders.front().sink; }
 
 CountersSnapshot Driver::sink_counters() const {
   CountersSnapshot sum;
-  for (const Lane& lane : impl_->lanes) {
-    const CountersSnapshot s = Snapshot(lane.sink->counters());
+  for (const Sender& sender : impl_->senders) {
+    const CountersSnapshot s = Snapshot(sender.sink->counters());
 #define FWDSINK_INTERNAL_SUM(name, help) sum.name += s.name;
 #define FWDSINK_INTERNAL_MAX(name, help) sum.name = std::max(sum.name, s.name);
     FWDSINK_SINK_COUNTERS(FWDSINK_INTERNAL_SUM, FWDSINK_INTERNAL_MAX)
@@ -112,7 +114,7 @@ CountersSnapshot Driver::sink_counters() const {
 
 std::vector<ForwardSink::State> Driver::sender_states() const {
   std::vector<ForwardSink::State> out;
-  for (const Lane& lane : impl_->lanes) out.push_back(lane.sink->state());
+  for (const Sender& sender : impl_->senders) out.push_back(sender.sink->state());
   return out;
 }
 const Spool& Driver::spool() const {
@@ -233,52 +235,32 @@ std::optional<CursorState> Driver::Impl::StartCursor(const ReadyPartition& p, Ti
   return cursor;
 }
 
-void Driver::Impl::ForwardOne(Lane& lane, const ReadyPartition& p, TickReport& report) {
+void Driver::Impl::ForwardOne(Sender& sender, const ReadyPartition& p, TickReport& report) {
   report.partitions += 1;
   // A row too long to send goes to dead/ alone, and the rows after it are sent in the
   // same pass. @ref LLP 0023#row-too-long
-  while (ForwardFrom(lane, p, report)) {
+  while (ForwardFrom(sender, p, report)) {
   }
 }
 
-bool Driver::Impl::ForwardFrom(Lane& lane, const ReadyPartition& p, TickReport& report) {
+bool Driver::Impl::ForwardFrom(Sender& sender, const ReadyPartition& p, TickReport& report) {
   const std::optional<CursorState> cursor = StartCursor(p, report);
   if (!cursor) return false;
-  // Cursors are saved on the writer's thread while the next chunk is in flight, and
-  // only from the ack callback; every path below flushes before touching the spool
-  // again. @ref LLP 0021#async-cursor
-  // Two steps: the cursor and its journal are queued (grouped saves: the writer does not
-  // wait), the slot is yielded when nothing else of the partition is in flight.
-  const auto on_ack = [this, &lane](const AckedChunk& a) {
-    // The final chunk's cursor would be deleted by MarkDelivered a moment later; a crash
-    // in between re-sends that one chunk under the same key. @ref LLP 0021#async-cursor
-    if (a.final) return true;
-    // The cursor is the contiguous prefix of whole chunks (never inside a split chunk,
-    // never past a gap); the journal says what lies past it: the pieces owed, re-sent
-    // exactly after a crash, and those acknowledged past a gap, never re-sent.
-    // @ref LLP 0023#split-window @ref LLP 0014#window
-    if (!lane.cursors->Submit(std::string(a.partition), a.cursor,
-                              std::vector<CursorRange>(a.journal.begin(), a.journal.end()))) {
-      return false;
-    }
-    if (a.in_flight == 0) YieldSlot(lane);
-    return true;  // a stop that cut the yield short aborts the sink's next request
+  // The sink writes the cursor itself, on the sender's cursor writer (its CursorLog): the
+  // journal durable before new ranges leave, each ack's cursor queued, the final one
+  // left to MarkDelivered. Saves run on the writer's thread while the next chunk is in
+  // flight; every path below flushes before touching the spool again. The driver keeps
+  // the dead letters, and its slot through the sink's deps. @ref LLP 0021#cursor-road
+  // @ref LLP 0021#async-cursor
+  const auto on_poison = [this, &sender, &p, &report](const PoisonedChunk& c) {
+    return DeadLetter(sender, p, c, report);
   };
-  // Before the first byte of ranges a restart could not cut again by itself: durable.
-  // @ref LLP 0014#journal
-  const auto on_journal = [&lane](const JournalState& j) {
-    return lane.cursors->Submit(std::string(j.partition), j.cursor,
-                                std::vector<CursorRange>(j.ranges.begin(), j.ranges.end())) &&
-           lane.cursors->Sync();
-  };
-  const auto on_poison = [this, &lane, &p, &report](const PoisonedChunk& c) {
-    return DeadLetter(lane, p, c, report);
-  };
-  const ForwardResult r = lane.sink->ForwardPartition(
+  const ForwardResult r = sender.sink->ForwardPartition(
       p.name, p.path,
-      ForwardStart{.begin = cursor->offset, .journal = cursor->ranges, .on_journal = on_journal},
-      on_ack, on_poison);
-  if (const Status saved = lane.cursors->Flush(); !saved.ok()) {
+      ForwardStart{
+          .begin = cursor->offset, .journal = cursor->ranges, .cursor_log = sender.cursors.get()},
+      /*on_ack=*/{}, on_poison);
+  if (const Status saved = sender.cursors->Flush(); !saved.ok()) {
     // The sink already stopped (Submit refused the next ack); the partition stays
     // where its last saved cursor says, and is re-sent from there next tick — after
     // the overload pause the error raises. The tick stops: the disk is the same for

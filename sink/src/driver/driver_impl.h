@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Private to the driver: its state (Driver::Impl), its senders (Lane) and the pass's
+// Private to the driver: its state (Driver::Impl), its senders (struct Sender) and the pass's
 // permanent-error watch, shared by the files that implement it: driver.cc (ticks and a
-// partition's sending), lanes.cc (several partitions in flight, the limit),
+// partition's sending), senders.cc (the hand-out to several senders, the limit),
 // partition_outcomes.cc (what each outcome does to the spool) and spool_upkeep.cc
 // (repairs, quarantine, hand-over, dead-letter caps). @ref LLP 0021
 #pragma once
@@ -74,12 +74,12 @@ inline void AddAcked(TickReport& report, const ForwardResult& r) {
 // One sender: a ForwardSink and the cursor writer of the partition it holds (a
 // CursorWriter has one slot, so each sender has its own; they write different
 // partitions' cursors, and the Spool holds nothing but its path). @ref LLP 0018#cursors
-struct Lane {
+struct Sender {
   std::unique_ptr<ForwardSink> sink;
   std::unique_ptr<CursorWriter> cursors;
-  // The slot it holds, and the sleeper of its sink: a long wait lends the slot.
-  // @ref LLP 0018#lend
-  std::unique_ptr<LaneSlot> slot;
+  // Its part of the slot pool, shared with its sink (the sink's sleeper, which lends the
+  // own slot for a long wait, and its request slots). @ref LLP 0018#lend
+  std::shared_ptr<SenderSlot> slot;
 };
 
 // Everything the driver keeps; the public class is its handle. Tick() and what it
@@ -93,38 +93,35 @@ struct Driver::Impl {
         spool(std::move(s)),
         overload(options.tick_pauses),
         limit(options.concurrency),
-        slots([this] { return limit.limit(); }),
-        requests(std::make_shared<LaneRequests>(slots, counters)),
+        pool([this] { return limit.limit(); }),
         inflight(std::make_shared<InflightBudget>(options.forward.max_inflight_bytes)) {
     counters.concurrency_limit.store(limit.limit(), std::memory_order_relaxed);
   }
 
-  Status MakeLanes();
+  Status MakeSenders();
   TickReport Tick();
   void Run();
   // A sender's work on item `i` of a hand-out, its outcomes in the sender's own report.
-  using SenderWork = std::function<void(Lane& lane, std::size_t i, TickReport& mine)>;
+  using SenderWork = std::function<void(Sender& sender, std::size_t i, TickReport& mine)>;
   // Hands items 0..count-1 out in order to up to limit senders at once.
   void HandOut(std::size_t count, const SenderWork& work, TickReport& report);
-  void SenderLoop(Lane& lane, std::size_t count, const SenderWork& work, TickReport& report);
+  void SenderLoop(Sender& sender, std::size_t count, const SenderWork& work, TickReport& report);
   // Sends the ready partitions, oldest first, on up to limit senders at once.
   void SendAll(const std::vector<ReadyPartition>& ready, TickReport& report);
-  // Each answered request of a lane's sink: the limit learns from it. @ref LLP 0018#signals
+  // Each answered request of a sender's sink: the limit learns from it. @ref LLP 0018#signals
   void OnAttempt(const AttemptRecord& r);
-  // Between two chunks: gives the slot up and waits for it while over the limit.
-  void YieldSlot(Lane& lane);
   void Observe(std::chrono::microseconds rtt, RequestSignal signal);
   void LimitMoved(const LimitChange& c);
   // Where partition `p` resumes (its cursor and journal), or nullopt when its cursor
   // cannot be read.
   std::optional<CursorState> StartCursor(const ReadyPartition& p, TickReport& report);
-  void ForwardOne(Lane& lane, const ReadyPartition& p, TickReport& report);
+  void ForwardOne(Sender& sender, const ReadyPartition& p, TickReport& report);
   // Sends `p` from its cursor once; true when it stopped at a row set aside and goes on.
-  bool ForwardFrom(Lane& lane, const ReadyPartition& p, TickReport& report);
+  bool ForwardFrom(Sender& sender, const ReadyPartition& p, TickReport& report);
   bool LongRowAside(const ReadyPartition& p, const ForwardResult& r, TickReport& report);
   void Conclude(const ReadyPartition& p, const ForwardResult& r, TickReport& report);
   void ReportPermanentError(TickReport& report);
-  bool DeadLetter(Lane& lane, const ReadyPartition& p, const PoisonedChunk& chunk,
+  bool DeadLetter(Sender& sender, const ReadyPartition& p, const PoisonedChunk& chunk,
                   TickReport& report);
   void Delivered(const ReadyPartition& p, const ForwardResult& r, TickReport& report);
   void Torn(const ReadyPartition& p, const ForwardResult& r, TickReport& report);
@@ -160,13 +157,13 @@ struct Driver::Impl {
     pack_alone.insert(name);
   }
   // Runs a manifest to its end (delivered, resolved, unpacked); false when it stays.
-  bool RunPack(Lane& lane, PackManifest manifest, TickReport& report);
+  bool RunPack(Sender& sender, PackManifest manifest, TickReport& report);
   bool DeliverPack(PackManifest& manifest, TickReport& report);
   // A respooled pack: its failure recorded, its members given up past the horizon.
   void PackFailed(const PackManifest& manifest, const ForwardResult& r, TickReport& report);
   std::optional<PackManifest> ResolvePack(const PackManifest& manifest, std::size_t bad,
                                           const std::string& reason, TickReport& report);
-  bool UnpackAlone(Lane& lane, const PackManifest& manifest, TickReport& report);
+  bool UnpackAlone(Sender& sender, const PackManifest& manifest, TickReport& report);
 
   SpoolLock lock;  // first: held for the driver's whole life
   const DriverOptions options;
@@ -174,13 +171,12 @@ struct Driver::Impl {
   // The driver thread between ticks; during SendAll, each sender for its own partition
   // (and its cursor writer's worker), the driver thread not at all.
   Spool spool;
-  std::vector<Lane> lanes;  // fixed after MakeLanes(); lanes[0] is sink()
-  OverloadLevel overload;   // driver thread only
-  AdaptiveLimit limit;      // thread-safe; shared by the senders
-  SenderSlots slots;        // thread-safe
-  // The senders' second and later requests, from the same slots; the bytes in flight of
-  // every sender. @ref LLP 0014#window
-  std::shared_ptr<LaneRequests> requests;
+  std::vector<Sender> senders;  // fixed after MakeSenders(); senders[0] is sink()
+  OverloadLevel overload;       // driver thread only
+  AdaptiveLimit limit;          // thread-safe; shared by the senders
+  SlotPool pool;                // thread-safe; each sender's SenderSlot takes from it
+  // The bytes in flight of every sender (each sender's requests beyond its first come
+  // from `pool`, through its SenderSlot). @ref LLP 0014#window
   std::shared_ptr<InflightBudget> inflight;
   std::stop_source stop;
   DriverCounters counters;

@@ -121,8 +121,8 @@ bool Driver::Impl::ResumePacks(TickReport& report) {
                &report);
   }
   if (scan->manifests.empty()) return true;
-  Lane& lane = lanes.front();
-  if (!lane.slot->Acquire(stop.get_token())) {
+  Sender& sender = senders.front();
+  if (!sender.slot->AcquireOwn()) {
     report.aborted = true;
     return false;
   }
@@ -138,12 +138,12 @@ bool Driver::Impl::ResumePacks(TickReport& report) {
             .message = "pack " + m.key + " of " + std::to_string(m.members.size()) +
                        " partitions was not acknowledged; sent again unchanged"});
     }
-    if (!RunPack(lane, std::move(m), report) || stop_tick.load()) {
+    if (!RunPack(sender, std::move(m), report) || stop_tick.load()) {
       settled = false;
       break;
     }
   }
-  lane.slot->Release();
+  sender.slot->ReleaseOwn();
   return settled;
 }
 
@@ -220,7 +220,7 @@ std::vector<ReadyPartition> Driver::Impl::SendPacks(const std::vector<ReadyParti
   // a sender's own work that overlaps another's request. @ref LLP 0027#parallel
   HandOut(
       chosen.packs.size(),
-      [this, &chosen](Lane& lane, std::size_t i, TickReport& mine) {
+      [this, &chosen](Sender& sender, std::size_t i, TickReport& mine) {
         mine.partitions += chosen.packs[i].size();
         PackManifest m = MakeManifest(std::move(chosen.packs[i]));
         // Durable before the first byte leaves. @ref LLP 0027#manifest
@@ -229,7 +229,7 @@ std::vector<ReadyPartition> Driver::Impl::SendPacks(const std::vector<ReadyParti
           stop_tick.store(true);
           return;
         }
-        (void)RunPack(lane, std::move(m), mine);
+        (void)RunPack(sender, std::move(m), mine);
       },
       report);
   // An endpoint-wide stop (auth, TLS, config, Close) ends the tick here.
@@ -237,10 +237,10 @@ std::vector<ReadyPartition> Driver::Impl::SendPacks(const std::vector<ReadyParti
   return std::move(chosen.alone);
 }
 
-bool Driver::Impl::RunPack(Lane& lane, PackManifest m, TickReport& report) {
+bool Driver::Impl::RunPack(Sender& sender, PackManifest m, TickReport& report) {
   for (;;) {
     if (m.acked) return DeliverPack(m, report);  // a crash after the ack: finish
-    const PackResult sent = lane.sink->ForwardPack(m.key, MembersOf(spool, m));
+    const PackResult sent = sender.sink->ForwardPack(m.key, MembersOf(spool, m));
     const ForwardResult& r = sent.result;
     AddAcked(report, r);
     if (sent.bad_member) {
@@ -252,14 +252,14 @@ bool Driver::Impl::RunPack(Lane& lane, PackManifest m, TickReport& report) {
         // tail to dead/, so `--once` says 65 in the pass that found it (issue 38).
         // @ref LLP 0027#changed
         report.partitions -= std::min<std::uint64_t>(report.partitions, 1);
-        ForwardOne(lane, Alone(spool, bad), report);
+        ForwardOne(sender, Alone(spool, bad), report);
         if (stop_tick.load()) return false;
       }
       if (rest->members.empty()) return true;
       m = std::move(*rest);
       continue;
     }
-    if (sent.unpack) return UnpackAlone(lane, m, report);
+    if (sent.unpack) return UnpackAlone(sender, m, report);
     {
       std::lock_guard guard(report_mu);
       pass_errors.Note(r);
@@ -404,7 +404,7 @@ std::optional<PackManifest> Driver::Impl::ResolvePack(const PackManifest& m, std
 // The server refused the pack's data and stored none of it: the manifest goes, and each
 // member is sent alone now (a 413 splits it by rows, a bad row is dead-lettered in its
 // own partition). A crash in between packs them again the same way. @ref LLP 0027#refusals
-bool Driver::Impl::UnpackAlone(Lane& lane, const PackManifest& m, TickReport& report) {
+bool Driver::Impl::UnpackAlone(Sender& sender, const PackManifest& m, TickReport& report) {
   if (Status s = RemoveManifest(spool.dir(), m); !s.ok()) {
     SpoolError(m.members.front().name, "pack_manifest", s.message(), &report);
     stop_tick.store(true);
@@ -414,7 +414,7 @@ bool Driver::Impl::UnpackAlone(Lane& lane, const PackManifest& m, TickReport& re
   for (const ManifestMember& x : m.members) {
     SendAlone(x.name);
     if (stop_tick.load()) break;
-    ForwardOne(lane,
+    ForwardOne(sender,
                ReadyPartition{.name = x.name, .path = spool.PartitionPath(x.name), .size = x.size},
                report);
   }

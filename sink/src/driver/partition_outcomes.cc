@@ -52,9 +52,9 @@ void Driver::Impl::Conclude(const ReadyPartition& p, const ForwardResult& r, Tic
 // The poisoned rows go to dead letters, durably, before the sink acks them past and
 // the cursor writer moves the cursor: a crash in between re-sends the poison and
 // rewrites the same dead-letter name; no row is lost. @ref LLP 0021#poison
-bool Driver::Impl::DeadLetter(Lane& lane, const ReadyPartition& p, const PoisonedChunk& c,
+bool Driver::Impl::DeadLetter(Sender& sender, const ReadyPartition& p, const PoisonedChunk& c,
                               TickReport& report) {
-  lane.cursors->WaitIdle();  // one user of the spool at a time; a save error stays for Flush()
+  sender.cursors->WaitIdle();  // one user of the spool at a time; a save error stays for Flush()
   auto dead = spool.DeadLetterChunk(p.name, c.begin, c.end, c.body, c.status, c.reason,
                                     deps.time->SystemNow());
   if (!dead) {

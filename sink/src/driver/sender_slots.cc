@@ -7,7 +7,7 @@
 
 namespace fwdsink {
 
-bool SenderSlots::Acquire(std::stop_token stop) {
+bool SlotPool::Acquire(std::stop_token stop) {
   std::unique_lock lock(mu_);
   acquiring_ += 1;
   // A sender resuming a half-sent partition goes first. @ref LLP 0018#slots
@@ -20,7 +20,7 @@ bool SenderSlots::Acquire(std::stop_token stop) {
   return true;
 }
 
-void SenderSlots::Release() {
+void SlotPool::Release() {
   {
     std::lock_guard lock(mu_);
     FWDSINK_DCHECK(busy_ > 0 && senders_ > 0);
@@ -30,7 +30,7 @@ void SenderSlots::Release() {
   cv_.notify_all();
 }
 
-bool SenderSlots::TryAcquireExtra(std::size_t held) {
+bool SlotPool::TryAcquireExtra(std::size_t held) {
   std::lock_guard lock(mu_);
   if (acquiring_ > 0 || resuming_ > 0 || returning_ > 0 || !Free()) return false;
   const std::size_t fair = std::max<std::size_t>(1, limit_() / std::max<std::size_t>(1, senders_));
@@ -39,7 +39,7 @@ bool SenderSlots::TryAcquireExtra(std::size_t held) {
   return true;
 }
 
-void SenderSlots::ReleaseExtra() {
+void SlotPool::ReleaseExtra() {
   {
     std::lock_guard lock(mu_);
     FWDSINK_DCHECK(busy_ > 0);
@@ -48,18 +48,7 @@ void SenderSlots::ReleaseExtra() {
   cv_.notify_all();
 }
 
-bool LaneRequests::TryAcquire(std::size_t held) {
-  const bool got = slots_.TryAcquireExtra(held);
-  if (got) counters_.requests_in_flight.store(slots_.busy(), std::memory_order_relaxed);
-  return got;
-}
-
-void LaneRequests::Release() {
-  slots_.ReleaseExtra();
-  counters_.requests_in_flight.store(slots_.busy(), std::memory_order_relaxed);
-}
-
-bool SenderSlots::Yield(std::stop_token stop) {
+bool SlotPool::Yield(std::stop_token stop) {
   std::unique_lock lock(mu_);
   // Over the limit, or at it while a sender back from a wait needs this slot.
   if (busy_ + (returning_ > 0 ? 1 : 0) <= limit_()) return true;
@@ -74,9 +63,9 @@ bool SenderSlots::Yield(std::stop_token stop) {
   return got;
 }
 
-void SenderSlots::Lend() { ReleaseExtra(); }  // still the same sender's
+void SlotPool::Lend() { ReleaseExtra(); }  // still the same sender's
 
-bool SenderSlots::Reclaim(std::stop_token stop) {
+bool SlotPool::Reclaim(std::stop_token stop) {
   std::unique_lock lock(mu_);
   returning_ += 1;
   const bool got = cv_.wait(lock, stop, [this] { return Free(); });
@@ -87,41 +76,54 @@ bool SenderSlots::Reclaim(std::stop_token stop) {
   return got;
 }
 
-std::size_t SenderSlots::busy() const {
+std::size_t SlotPool::busy() const {
   std::lock_guard lock(mu_);
   return busy_;
 }
 
-std::size_t SenderSlots::returning() const {
+std::size_t SlotPool::returning() const {
   std::lock_guard lock(mu_);
   return returning_;
 }
 
-bool LaneSlot::Acquire(std::stop_token stop) {
-  held_ = slots_.Acquire(std::move(stop));
+bool SenderSlot::AcquireOwn() {
+  held_ = pool_.Acquire(stop_);
   return held_;
 }
 
-void LaneSlot::Release() {
-  if (held_) slots_.Release();
+void SenderSlot::ReleaseOwn() {
+  if (held_) pool_.Release();
   held_ = false;
 }
 
-bool LaneSlot::Yield(std::stop_token stop) {
-  if (held_) held_ = slots_.Yield(std::move(stop));
-  return held_;
+bool SenderSlot::TryAcquire(std::size_t extras) {
+  const bool got = pool_.TryAcquireExtra(extras);
+  if (got) counters_.requests_in_flight.store(pool_.busy(), std::memory_order_relaxed);
+  return got;
 }
 
-bool LaneSlot::SleepFor(std::chrono::milliseconds duration, std::stop_token stop) {
+void SenderSlot::Release() {
+  pool_.ReleaseExtra();
+  counters_.requests_in_flight.store(pool_.busy(), std::memory_order_relaxed);
+}
+
+void SenderSlot::Yield() {
+  if (!held_) return;
+  held_ = pool_.Yield(stop_);
+  if (!held_) return;  // stopped: the sink aborts next
+  counters_.senders_busy.store(pool_.busy(), std::memory_order_relaxed);
+}
+
+bool SenderSlot::SleepFor(std::chrono::milliseconds duration, std::stop_token stop) {
   if (!held_ || duration < kLendFrom || !worth_lending_()) {
     return inner_.SleepFor(duration, std::move(stop));
   }
-  slots_.Lend();
+  pool_.Lend();
   held_ = false;
   const bool slept = inner_.SleepFor(duration, std::move(stop));
   // Woken early by a failover the sink goes on at once, and by Close() it aborts:
   // either way the slot comes back first, unless the driver stops.
-  held_ = slots_.Reclaim(stop_);
+  held_ = pool_.Reclaim(stop_);
   return slept && held_;
 }
 

@@ -1,5 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // The driver's slots for requests in flight to one endpoint. Internal to the driver.
+// What limits what is in flight, one name each: @ref LLP 0018#slots
+//   SlotPool        the adaptive concurrency limit: requests in flight, of all senders
+//   SenderSlot      one sender's part of the pool: its own slot, its further requests
+//                   (up to a fair share), the slot lent while its sink sleeps
+//   RequestSlots    the contract by which a sink takes a SenderSlot's further requests
+//                   and yields its own slot (fwdsink/forward_deps.h)
+//   InflightBudget  bytes in flight, of all senders (fwdsink/forward_deps.h)
+//   window          one partition's requests in flight (ForwardOptions::window)
+//   Connections     not a limit of ours: the engine's connections, one per request
 #pragma once
 
 #include <condition_variable>
@@ -14,18 +23,18 @@
 
 namespace fwdsink {
 
-// A counting semaphore whose size moves (the adaptive limit, read through `limit`)
-// and which serves a sender resuming a partition it had started before a sender
-// starting a new one (partitions are handed out oldest first, and a half-sent one is
-// older than any not yet started). Ignores which partition a sender holds.
+// The requests in flight of all senders: a counting semaphore whose size moves (the
+// adaptive limit, read through `limit`) and which serves a sender resuming a partition it had
+// started before a sender starting a new one (partitions are handed out oldest first, and a
+// half-sent one is older than any not yet started). Ignores which partition a sender holds.
 // @ref LLP 0018#slots
 //
 // Threads: every method may be called from any thread; waits end early when `stop` is
 // requested (then they return false and hold nothing). State guarded by mu_.
-class SenderSlots {
+class SlotPool {
  public:
-  // `limit` is called under mu_ and must not call back into the slots.
-  explicit SenderSlots(std::function<std::size_t()> limit) : limit_(std::move(limit)) {}
+  // `limit` is called under mu_ and must not call back into the pool.
+  explicit SlotPool(std::function<std::size_t()> limit) : limit_(std::move(limit)) {}
 
   // Waits for a free slot to start a partition; false when stopped (no slot held).
   [[nodiscard]] bool Acquire(std::stop_token stop);
@@ -67,58 +76,59 @@ class SenderSlots {
   std::size_t returning_ = 0;  // senders waiting in Reclaim(); guarded by mu_
 };
 
-// One sender's hold on a slot of `slots`, and the sleeper its sink waits with: a wait of
-// kLendFrom or more (a ladder rung after a failure) lends the slot to the other
-// partitions and reclaims it afterwards, so a partition that waits holds no other back.
-// It keeps the slot for shorter waits (the pacer's spacing) and while `worth_lending`
-// says no (a Retry-After holds the endpoint: another partition would only wait in the
-// same hold, spending its inline budget). @ref LLP 0018#lend
+// One sender's hold on the pool: its own slot, taken for the partition or pack it holds,
+// and its requests beyond the first, taken by its sink through the RequestSlots contract.
+// It is also the sleeper its sink waits with: a wait of kLendFrom or more (a ladder rung
+// after a failure) lends the own slot to the other partitions and reclaims it afterwards,
+// so a partition that waits holds no other back. It keeps the slot for shorter waits
+// (the pacer's spacing) and while `worth_lending` says no (a Retry-After holds the
+// endpoint: another partition would only wait in the same hold, spending its inline
+// budget). Keeps the senders_busy and requests_in_flight gauges. @ref LLP 0018#lend
+// @ref LLP 0021#cursor-road
 //
-// Threads: the sender's thread, except that `inner` may be any thread-safe sleeper.
-// Not owned: `slots` and `inner` outlive it.
-class LaneSlot final : public Sleeper {
+// Threads: the sender's thread (its sink calls it there too), except that `inner` may be
+// any thread-safe sleeper. Not owned: `pool`, `inner` and `counters` outlive it.
+class SenderSlot final : public Sleeper, public RequestSlots {
  public:
   static constexpr std::chrono::milliseconds kLendFrom{1000};
 
-  // `stop`: the driver's; it ends a wait for the slot back (the sink's own token ends
-  // the sleep, and may have been stopped by a failover, not by Close()).
-  LaneSlot(SenderSlots& slots, Sleeper& inner, std::stop_token stop,
-           std::function<bool()> worth_lending)
-      : slots_(slots),
+  // `stop`: the driver's; it ends every wait for a slot (the sink's own token ends the
+  // sleep, and may have been stopped by a failover, not by Close()).
+  SenderSlot(SlotPool& pool, Sleeper& inner, std::stop_token stop,
+             std::function<bool()> worth_lending, DriverCounters& counters)
+      : pool_(pool),
         inner_(inner),
         stop_(std::move(stop)),
-        worth_lending_(std::move(worth_lending)) {}
+        worth_lending_(std::move(worth_lending)),
+        counters_(counters) {}
 
-  // Takes a slot to start a partition (SenderSlots::Acquire).
-  [[nodiscard]] bool Acquire(std::stop_token stop);
-  // Gives the slot back if it is held.
-  void Release();
-  // Between two chunks (SenderSlots::Yield); false when stopped (then not held).
-  [[nodiscard]] bool Yield(std::stop_token stop);
+  // Takes the own slot to start a partition or a pack (SlotPool::Acquire); false when
+  // stopped (then not held).
+  [[nodiscard]] bool AcquireOwn();
+  // Gives the own slot back if it is held.
+  void ReleaseOwn();
   [[nodiscard]] bool held() const { return held_; }
 
-  // Sleeps on `inner`; a long wait lends the slot meanwhile. False when stopped.
+  // RequestSlots: a request beyond the sender's first (SlotPool::TryAcquireExtra), and
+  // its slot back.
+  [[nodiscard]] bool TryAcquire(std::size_t extras) override;
+  void Release() override;
+  // RequestSlots: between two chunks, gives the own slot up and waits for it while over
+  // the limit (SlotPool::Yield). A stop that cuts the wait short leaves it not held: the
+  // sink aborts its next request.
+  void Yield() override;
+
+  // Sleeper: sleeps on `inner`; a long wait lends the own slot meanwhile. False when
+  // stopped.
   [[nodiscard]] bool SleepFor(std::chrono::milliseconds duration, std::stop_token stop) override;
 
  private:
-  SenderSlots& slots_;
+  SlotPool& pool_;
   Sleeper& inner_;
   const std::stop_token stop_;
   const std::function<bool()> worth_lending_;
+  DriverCounters& counters_;
   bool held_ = false;  // sender thread only
-};
-
-// The driver's RequestSlots: the senders' extra requests from `slots`; keeps the
-// requests_in_flight gauge.
-class LaneRequests final : public RequestSlots {
- public:
-  LaneRequests(SenderSlots& slots, DriverCounters& counters) : slots_(slots), counters_(counters) {}
-  [[nodiscard]] bool TryAcquire(std::size_t held) override;
-  void Release() override;
-
- private:
-  SenderSlots& slots_;        // Not owned.
-  DriverCounters& counters_;  // Not owned.
 };
 
 }  // namespace fwdsink

@@ -67,6 +67,7 @@ ForwardResult ForwardSink::Call::Forward(const std::filesystem::path& path,
   window_ =
       start.journal.empty() ? CursorWindow(begin) : CursorWindow::Restore(begin, start.journal);
   result_.resume_offset = window_.acked_end();
+  cursor_log_ = start.cursor_log;
   on_journal_ = start.on_journal;
   std::deque<std::pair<std::uint64_t, std::uint64_t>> replay;
   for (const CursorRange& r : window_.Pending()) replay.emplace_back(r.begin, r.end);
@@ -205,13 +206,15 @@ void ForwardSink::Call::Launch(Flight& f) {
   Handle(Find(&f));
 }
 
-// Hands the journal to the callback (it makes it durable); false when it could not: the
-// partition stops before anything new is sent.
+// Hands the journal to the cursor log, then to the callback (each makes it durable);
+// false when one could not: the partition stops before anything new is sent.
+// @ref LLP 0021#cursor-road
 bool ForwardSink::Call::Journal() {
-  if (!on_journal_) return true;
+  if (!cursor_log_ && !on_journal_) return true;
   const std::vector<CursorRange> ranges = window_.Journal();
-  if (on_journal_(JournalState{
-          .partition = partition_, .cursor = window_.durable_end(), .ranges = ranges})) {
+  const JournalState state{
+      .partition = partition_, .cursor = window_.durable_end(), .ranges = ranges};
+  if ((!cursor_log_ || cursor_log_->Journal(state)) && (!on_journal_ || on_journal_(state))) {
     return true;
   }
   End(Ending::kCursorNotSaved,

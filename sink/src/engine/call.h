@@ -101,6 +101,7 @@ class ForwardSink::Call {
   static Facts ChunkFacts(const Verdict& v, const Request& request, std::string message);
   bool Acked(const Attempt& attempt, bool duplicate);
   bool Advance(const ChunkRange& c, bool duplicate, bool dead_lettered);
+  [[nodiscard]] bool TellAcked(const AckedChunk& a);
   ChunkEnd Poisoned(const Verdict& v, const Request& request);
   ChunkEnd RequestRefused(const Verdict& v, const Request& request, const std::string& why);
 
@@ -130,7 +131,8 @@ class ForwardSink::Call {
   ChunkSource* source_ = nullptr;  // during Forward()
   std::optional<SourceStatus> source_end_;  // the source said kEnd or failed
   Pack* pack_ = nullptr;                    // during ForwardPack()
-  JournalCallback on_journal_;              // empty: no journal
+  CursorLog* cursor_log_ = nullptr;         // Not owned: ForwardStart's; null: none
+  JournalCallback on_journal_;              // empty: no journal callback
   std::size_t peak_ = 0;                    // the most flights at once in this call
   bool first_refill_ = true;                // the journal on disk covers the first refill
   bool stopping_ = false;                   // a chunk's ending stopped the partition

@@ -205,32 +205,40 @@ bool ForwardSink::Call::Acked(const Attempt& attempt, bool duplicate) {
   return Advance(c, /*duplicate=*/duplicate, /*dead_lettered=*/false);
 }
 
-// Moves the cursor by the one route: the ack callback, told where the cursor may be
-// persisted (the contiguous prefix of whole chunks: never past a gap, never inside a
-// split chunk, so a restart cuts the same chunks under the same keys).
-// @ref LLP 0023#split-window @ref LLP 0014#window
+// Moves the cursor by the one route: the cursor log (and the ack callback), told where
+// the cursor may be persisted (the contiguous prefix of whole chunks: never past a gap,
+// never inside a split chunk, so a restart cuts the same chunks under the same keys).
+// @ref LLP 0023#split-window @ref LLP 0014#window @ref LLP 0021#cursor-road
 bool ForwardSink::Call::Advance(const ChunkRange& c, bool duplicate, bool dead_lettered) {
   window_.Ack(c.begin, c.end);
   result_.resume_offset = window_.acked_end();
-  const bool final = window_.acked_end() >= file_size_;
-  const bool inside_split = window_.Inside(c.end);
   const std::vector<CursorRange> journal = window_.Journal();
-  if (!on_ack_ || on_ack_(AckedChunk{.partition = partition_,
-                                     .begin = c.begin,
-                                     .end = c.end,
-                                     .rows = c.rows,
-                                     .duplicate = duplicate,
-                                     .final = final,
-                                     .dead_lettered = dead_lettered,
-                                     .inside_split = inside_split,
-                                     .cursor = window_.durable_end(),
-                                     .in_flight = flights_.size() - 1,
-                                     .journal = journal})) {
-    return true;
+  const AckedChunk a{.partition = partition_,
+                     .begin = c.begin,
+                     .end = c.end,
+                     .rows = c.rows,
+                     .duplicate = duplicate,
+                     .final = window_.acked_end() >= file_size_,
+                     .dead_lettered = dead_lettered,
+                     .inside_split = window_.Inside(c.end),
+                     .cursor = window_.durable_end(),
+                     .in_flight = flights_.size() - 1,
+                     .journal = journal};
+  if (!TellAcked(a)) {
+    End(Ending::kCursorNotSaved, {.message = "the cursor could not be persisted after offset " +
+                                             std::to_string(window_.durable_end())});
+    return false;
   }
-  End(Ending::kCursorNotSaved, {.message = "the cursor could not be persisted after offset " +
-                                           std::to_string(window_.durable_end())});
-  return false;
+  // Between two chunks, with nothing of the partition in flight: the request slots may
+  // take the sender's own slot back (a limit that fell). @ref LLP 0018#slots
+  if (a.in_flight == 0 && !a.final && sink_.deps.requests) sink_.deps.requests->Yield();
+  return true;
+}
+
+// The cursor log first (the driver's cursor writer), then the caller's ack callback;
+// false when either could not take the cursor.
+bool ForwardSink::Call::TellAcked(const AckedChunk& a) {
+  return (!cursor_log_ || cursor_log_->Acked(a)) && (!on_ack_ || on_ack_(a));
 }
 
 // A single row the server refuses: hand its bytes to the poison callback; once they

@@ -40,6 +40,26 @@ void CursorWriter::SavePending() {
   }
 }
 
+bool CursorWriter::Journal(const JournalState& state) {
+  // Before the first byte of ranges a restart could not cut again by itself: durable.
+  // @ref LLP 0014#journal
+  return Submit(std::string(state.partition), state.cursor,
+                std::vector<CursorRange>(state.ranges.begin(), state.ranges.end())) &&
+         Sync();
+}
+
+bool CursorWriter::Acked(const AckedChunk& chunk) {
+  // The final chunk's cursor would be deleted by MarkDelivered a moment later; a crash
+  // in between re-sends that one chunk under the same key. @ref LLP 0021#async-cursor
+  if (chunk.final) return true;
+  // The cursor is the contiguous prefix of whole chunks (never inside a split chunk,
+  // never past a gap); the journal says what lies past it: the pieces owed, re-sent
+  // exactly after a crash, and those acknowledged past a gap, never re-sent.
+  // @ref LLP 0023#split-window @ref LLP 0014#window
+  return Submit(std::string(chunk.partition), chunk.cursor,
+                std::vector<CursorRange>(chunk.journal.begin(), chunk.journal.end()));
+}
+
 bool CursorWriter::Sync() {
   worker_.WaitIdle();
   std::lock_guard lock(mu_);

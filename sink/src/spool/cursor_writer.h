@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Persists forward cursors and their journals off the sending thread. Internal to the
-// driver.
+// Persists forward cursors and their journals off the sending thread: the CursorLog the
+// driver hands each of its sinks. Internal to the library.
 #pragma once
 
 #include <atomic>
@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "fwdsink/cursor.h"
+#include "fwdsink/cursor_log.h"
 #include "fwdsink/status.h"
 #include "io/single_slot_worker.h"
 
@@ -30,22 +31,24 @@ class Spool;  // fwdsink/spool.h
 // the writer: the sender makes each refill's journal durable (Submit + Sync) before the
 // first byte of a new range leaves, so a crash re-sends the journaled unacknowledged
 // ranges only, under their keys: at most `window` chunks per partition plus the pieces
-// they were split into. @ref LLP 0023#crash-bound It is the only route by which the
-// driver moves a cursor forward while forwarding. @ref LLP 0021#async-cursor
+// they were split into. @ref LLP 0023#crash-bound As the sink's CursorLog (Journal(),
+// Acked()) it is the only route by which a cursor moves forward while forwarding: the
+// sink calls it directly, not through the driver. @ref LLP 0021#async-cursor
+// @ref LLP 0021#cursor-road
 //
-// Threads: Submit(), Sync(), WaitIdle(), Flush() and saves() may be called from any
-// thread (state guarded by mu_); the driver gives each sender its own writer. The spool
-// is touched by the worker only between a Submit() and the Sync()/WaitIdle()/Flush()
-// that follows it, so the sender must wait before any other use of the spool for a
-// partition it submitted. The spool must outlive the writer (not owned).
-class CursorWriter {
+// Threads: every method may be called from any thread (state guarded by mu_); the
+// driver gives each sender its own writer. The spool is touched by the worker only
+// between a Submit() and the Sync()/WaitIdle()/Flush() that follows it, so the sender
+// must wait before any other use of the spool for a partition it submitted. The spool
+// must outlive the writer (not owned).
+class CursorWriter final : public CursorLog {
  public:
   explicit CursorWriter(Spool& spool) : spool_(spool) {}
   // For tests: `before_save` runs on the worker before each record is written (a slow
   // or blocked disk).
   CursorWriter(Spool& spool, std::function<void()> before_save)
       : spool_(spool), before_save_(std::move(before_save)) {}
-  ~CursorWriter() = default;  // the worker (declared last) saves what is queued, then stops
+  ~CursorWriter() override = default;  // the worker (declared last) saves what is queued
   CursorWriter(const CursorWriter&) = delete;
   CursorWriter& operator=(const CursorWriter&) = delete;
 
@@ -64,6 +67,12 @@ class CursorWriter {
   // Waits like WaitIdle(), then returns the first error since the last Flush, or an ok
   // status, and clears it.
   [[nodiscard]] Status Flush();
+  // CursorLog: Submit(state) + Sync(), the journal-before-sending rule.
+  [[nodiscard]] bool Journal(const JournalState& state) override;
+  // CursorLog: Submit()s the chunk's cursor and journal, without waiting. The final
+  // chunk's ack writes nothing: the partition is delivered, and the driver's
+  // Spool::MarkDelivered removes its cursor with it.
+  [[nodiscard]] bool Acked(const AckedChunk& chunk) override;
   // Returns the number of records written so far (one temp write and fsync each),
   // failed ones included: saves per ack, for benchmarks.
   [[nodiscard]] std::uint64_t saves() const { return saves_.load(); }

@@ -658,3 +658,98 @@ TEST_CASE("ValidateNamesTheField") {
   o.zstd_level = 99;
   CHECK(field(o) == "zstd_level");
 }
+
+// ---- The cursor's road for a caller of its own (the callbacks, no cursor log), and the
+// request slots' yield between two chunks. @ref LLP 0021#cursor-road
+
+namespace {
+
+using Ranges = std::vector<fwdsink::CursorRange>;
+
+// Request slots that are always free and count the sink's yields.
+class CountingSlots final : public fwdsink::RequestSlots {
+ public:
+  bool TryAcquire(std::size_t) override { return true; }
+  void Release() override {}
+  void Yield() override { ++yields; }
+  int yields = 0;  // the sink's thread only
+};
+
+}  // namespace
+
+TEST_CASE("AJournalCallbackAndAnAckCallbackStillTakeTheCursorWithoutACursorLog") {
+  ScriptedServer server;
+  const auto path = WritePartition("callbacks", 4);  // two chunks: [0, 50) and [50, 100)
+  Harness h(server.url());
+  bool persist = true;
+  std::vector<std::pair<std::uint64_t, Ranges>> journals;
+  std::vector<std::pair<std::uint64_t, bool>> acks;  // cursor, final
+  const auto forward = [&] {
+    const fwdsink::ForwardStart start{.on_journal = [&](const fwdsink::JournalState& j) {
+      journals.emplace_back(j.cursor, Ranges(j.ranges.begin(), j.ranges.end()));
+      return persist;
+    }};
+    return h.sink->ForwardPartition(kPartition, path, start, [&](const fwdsink::AckedChunk& a) {
+      acks.emplace_back(a.cursor, a.final);
+      return true;
+    });
+  };
+  SUBCASE("the second chunk's journal before it leaves, then every ack") {
+    CHECK(forward().outcome == Outcome::kDelivered);
+    // The call's first refill needs no journal (the record it started from cuts it again).
+    REQUIRE(journals.size() == 1);
+    CHECK(journals[0].first == 50);
+    CHECK(journals[0].second == Ranges{{50, 100}});
+    CHECK(acks == std::vector<std::pair<std::uint64_t, bool>>{{50, false}, {100, true}});
+    CHECK(server.requests().size() == 2);
+  }
+  SUBCASE("twin: a journal the callback cannot persist stops the call before it leaves") {
+    persist = false;
+    const auto r = forward();
+    CHECK(r.outcome == Outcome::kRespooled);
+    CHECK(r.respool_reason == fwdsink::RespoolReason::kCursorNotSaved);
+    CHECK(journals.size() == 1);
+    CHECK(acks.size() == 1);
+    CHECK(server.requests().size() == 1);  // the second chunk never left
+  }
+}
+
+TEST_CASE("TheSinkYieldsItsSlotOnlyAfterAnAckThatLeavesNothingOfThePartitionInFlight") {
+  ScriptedServer server;
+  fwdsink::FakeClock clock;
+  const auto slots = std::make_shared<CountingSlots>();
+  const auto make = [&](std::size_t window) {
+    fwdsink::ForwardOptions o;
+    o.url = server.url();
+    o.compression = fwdsink::Compression::kIdentity;
+    o.chunker.chunk_bytes = kChunkBytes;
+    o.transport.read_timeout = 5s;
+    o.window = window;
+    fwdsink::ForwardDeps deps;
+    deps.time = &clock;
+    deps.sleeper = &clock;
+    deps.requests = slots;
+    auto created = fwdsink::ForwardSink::Create(std::move(o), std::move(deps));
+    REQUIRE_MESSAGE(created.ok(), created.status().ToString());
+    return std::move(created).value();
+  };
+  std::vector<std::size_t> in_flight;  // after each ack
+  const auto count = [&](const fwdsink::AckedChunk& a) {
+    in_flight.push_back(a.in_flight);
+    return true;
+  };
+  SUBCASE("one chunk at a time: after every ack but the final one") {
+    const auto sink = make(1);
+    const auto path = WritePartition("yield_one", 6);  // three chunks
+    CHECK(sink->ForwardPartition(kPartition, path, 0, count).outcome == Outcome::kDelivered);
+    CHECK(in_flight == std::vector<std::size_t>{0, 0, 0});
+    CHECK(slots->yields == 2);
+  }
+  SUBCASE("twin: two in flight, the first ack leaves one and the second is final") {
+    const auto sink = make(2);
+    const auto path = WritePartition("yield_two", 4);  // two chunks, both sent at once
+    CHECK(sink->ForwardPartition(kPartition, path, 0, count).outcome == Outcome::kDelivered);
+    CHECK(in_flight == std::vector<std::size_t>{1, 0});
+    CHECK(slots->yields == 0);
+  }
+}

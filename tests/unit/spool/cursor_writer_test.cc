@@ -1,14 +1,19 @@
 // SPDX-License-Identifier: Apache-2.0
-// CursorWriter: saves land on disk by Flush(), newest wins, errors stop the sender.
+// CursorWriter: saves land on disk by Flush(), newest wins, errors stop the sender; and
+// as the sink's CursorLog, the journal and the acks reach it with no driver in between.
 #include <doctest/doctest.h>
 
 #include <chrono>
 #include <condition_variable>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
 
+#include "fake_clock.h"
+#include "fwdsink/forward_sink.h"
 #include "fwdsink/spool.h"
+#include "scripted_server.h"
 #include "spool/cursor_writer.h"
 #include "support/test_files.h"
 
@@ -171,5 +176,94 @@ TEST_CASE("SyncWaitsForTheSaveAndReportsAFailureWhichFlushKeeps") {
     CHECK(st.code() == fwdsink::StatusCode::kInvalidArgument);
     CHECK(writer.Sync());                                     // cleared by Flush
     CHECK(spool->LoadCursor("p").ranges == Ranges{{8, 16}});  // the good record stands
+  }
+}
+
+// ---- The writer as the sink's CursorLog: handed over in ForwardStart, it takes the
+// journal before new ranges leave and the cursor after each ack, without a callback of
+// the driver's in between. @ref LLP 0021#cursor-road
+
+namespace {
+
+using namespace std::chrono_literals;
+using fwdsink::Outcome;
+
+// Rows of 25 bytes and chunks of at most 64: two rows a chunk, [0, 50) and [50, 100).
+constexpr const char* kFourRows =
+    "{\"i\":0,\"pad\":\"xxxxxxxx\"}\n{\"i\":1,\"pad\":\"xxxxxxxx\"}\n"
+    "{\"i\":2,\"pad\":\"xxxxxxxx\"}\n{\"i\":3,\"pad\":\"xxxxxxxx\"}\n";
+
+// A sink of one chunk in flight at a time (a refill per chunk, so a journal per chunk
+// after the first), on the fake clock.
+std::unique_ptr<fwdsink::ForwardSink> OneChunkAtATime(const std::string& url,
+                                                      fwdsink::FakeClock& clock) {
+  fwdsink::ForwardOptions o;
+  o.url = url;
+  o.compression = fwdsink::Compression::kIdentity;
+  o.chunker.chunk_bytes = 64;
+  o.transport.read_timeout = 5s;
+  o.backpressure.jitter = 0;
+  o.window = 1;
+  fwdsink::ForwardDeps deps;
+  deps.time = &clock;
+  deps.sleeper = &clock;
+  auto created = fwdsink::ForwardSink::Create(std::move(o), std::move(deps));
+  REQUIRE_MESSAGE(created.ok(), created.status().ToString());
+  return std::move(created).value();
+}
+
+}  // namespace
+
+TEST_CASE("HandedToTheSinkTheWriterTakesTheJournalAndEachAckWithoutCallbacks") {
+  auto spool = fwdsink::Spool::Open(FreshDir(kSuite, "as_log"));
+  REQUIRE(spool.ok());
+  fwdsink_test::ScriptedServer server;
+  fwdsink::FakeClock clock;
+  auto sink = OneChunkAtATime(server.url(), clock);
+  fwdsink::CursorWriter writer(*spool);
+  const auto forward = [&] {
+    return sink->ForwardPartition("p", spool->PartitionPath("p"),
+                                  fwdsink::ForwardStart{.cursor_log = &writer},
+                                  /*on_ack=*/{});
+  };
+  SUBCASE("the second chunk's journal, durable before it left, is what its refusal leaves") {
+    REQUIRE(WriteFile(spool->PartitionPath("p"), kFourRows));
+    server.Then(200);
+    server.Then(404);  // not retried: the call ends with the journal as the last record
+    const auto r = forward();
+    CHECK(r.outcome == Outcome::kRespooled);
+    CHECK(server.requests().size() == 2);
+    REQUIRE(writer.Flush().ok());
+    const auto c = spool->LoadCursor("p");
+    CHECK(c.status == fwdsink::CursorStatus::kOk);
+    CHECK(c.offset == 50);
+    CHECK(c.ranges == Ranges{{50, 100}});  // owed: only a journal names it
+  }
+  SUBCASE("an acknowledged chunk's cursor is what a torn tail after it leaves") {
+    REQUIRE(WriteFile(spool->PartitionPath("p"), std::string(kFourRows) + "{\"i\":4"));
+    const auto r = forward();
+    CHECK(r.outcome == Outcome::kPartitionError);
+    CHECK(r.resume_offset == 100);
+    REQUIRE(writer.Flush().ok());
+    const auto c = spool->LoadCursor("p");
+    CHECK(c.status == fwdsink::CursorStatus::kOk);
+    CHECK(c.offset == 100);  // the second ack's (its journal said 50)
+    CHECK(c.ranges.empty());
+  }
+  SUBCASE("twin: the final chunk's ack writes no cursor") {
+    REQUIRE(WriteFile(spool->PartitionPath("p"), kFourRows));
+    const auto r = forward();
+    CHECK(r.outcome == Outcome::kDelivered);
+    REQUIRE(writer.Flush().ok());
+    const auto c = spool->LoadCursor("p");
+    CHECK(c.offset == 50);  // still the journal of [50, 100), not a cursor at 100
+    CHECK(c.ranges == Ranges{{50, 100}});
+  }
+  SUBCASE("twin: a partition of one chunk costs no record at all") {
+    REQUIRE(WriteFile(spool->PartitionPath("p"), "{\"a\":1}\n"));
+    CHECK(forward().outcome == Outcome::kDelivered);
+    REQUIRE(writer.Flush().ok());
+    CHECK(writer.saves() == 0);
+    CHECK(spool->LoadCursor("p").status == fwdsink::CursorStatus::kMissing);
   }
 }

@@ -41,36 +41,36 @@ void Merge(TickReport& into, const TickReport& r) {
 // runs between ticks. @ref LLP 0018#senders
 void Driver::Impl::HandOut(std::size_t count, const SenderWork& work, TickReport& report) {
   next.store(0);
-  const std::size_t n = std::min(lanes.size(), count);
+  const std::size_t n = std::min(senders.size(), count);
   if (n == 0) return;
   {
-    std::vector<std::jthread> senders;
+    std::vector<std::jthread> threads;
     for (std::size_t i = 1; i < n; ++i) {
-      senders.emplace_back(
-          [this, i, count, &work, &report] { SenderLoop(lanes[i], count, work, report); });
+      threads.emplace_back(
+          [this, i, count, &work, &report] { SenderLoop(senders[i], count, work, report); });
     }
-    SenderLoop(lanes[0], count, work, report);
+    SenderLoop(senders[0], count, work, report);
   }  // joined here
   counters.senders_busy.store(0, std::memory_order_relaxed);
   counters.requests_in_flight.store(0, std::memory_order_relaxed);
 }
 
-void Driver::Impl::SenderLoop(Lane& lane, std::size_t count, const SenderWork& work,
+void Driver::Impl::SenderLoop(Sender& sender, std::size_t count, const SenderWork& work,
                               TickReport& report) {
   TickReport mine;
   while (!stop_tick.load()) {
     if (next.load() >= count) break;  // nothing left to hand out: no slot taken
-    if (stop.stop_requested() || !lane.slot->Acquire(stop.get_token())) {
+    if (stop.stop_requested() || !sender.slot->AcquireOwn()) {
       mine.aborted = true;
       break;
     }
     const std::size_t i = next.fetch_add(1);
     if (i < count && !stop_tick.load()) {
-      counters.senders_busy.store(slots.busy(), std::memory_order_relaxed);
-      counters.requests_in_flight.store(slots.busy(), std::memory_order_relaxed);
-      work(lane, i, mine);
+      counters.senders_busy.store(pool.busy(), std::memory_order_relaxed);
+      counters.requests_in_flight.store(pool.busy(), std::memory_order_relaxed);
+      work(sender, i, mine);
     }
-    lane.slot->Release();
+    sender.slot->ReleaseOwn();
     if (i >= count) break;
   }
   std::lock_guard guard(report_mu);
@@ -80,8 +80,8 @@ void Driver::Impl::SenderLoop(Lane& lane, std::size_t count, const SenderWork& w
 void Driver::Impl::SendAll(const std::vector<ReadyPartition>& ready, TickReport& report) {
   HandOut(
       ready.size(),
-      [this, &ready](Lane& lane, std::size_t i, TickReport& mine) {
-        ForwardOne(lane, ready[i], mine);
+      [this, &ready](Sender& sender, std::size_t i, TickReport& mine) {
+        ForwardOne(sender, ready[i], mine);
       },
       report);
 }
@@ -112,14 +112,8 @@ void Driver::Impl::OnAttempt(const AttemptRecord& r) {
   }
 }
 
-void Driver::Impl::YieldSlot(Lane& lane) {
-  if (!lane.slot->held()) return;
-  if (!lane.slot->Yield(stop.get_token())) return;  // stopped: the sink aborts next
-  counters.senders_busy.store(slots.busy(), std::memory_order_relaxed);
-}
-
 void Driver::Impl::Observe(std::chrono::microseconds rtt, RequestSignal signal) {
-  const auto change = limit.Observe(deps.time->MonotonicNow(), rtt, signal, slots.busy());
+  const auto change = limit.Observe(deps.time->MonotonicNow(), rtt, signal, pool.busy());
   if (change) LimitMoved(*change);
 }
 
@@ -130,7 +124,7 @@ void Driver::Impl::LimitMoved(const LimitChange& c) {
   } else if (c.to < c.from) {
     counters.concurrency_decreases.fetch_add(1, std::memory_order_relaxed);
   }
-  slots.LimitChanged();
+  pool.LimitChanged();
   // Every fall is said, and a fall the path held at the limit (LLP 0018#bdp); a rise
   // only when it reaches the ceiling (the ramp is counted).
   if (c.to <= c.from || c.to == options.concurrency.max) {

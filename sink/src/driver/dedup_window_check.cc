@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The deduplication-window check of --profile clickhouse. @ref LLP 0017#dedup-window
+// The deduplication-window check of --profile clickhouse (fwdsink/engine_check.h): reads
+// the target ClickHouse table's replicated_deduplication_window over the endpoint, and
+// weighs it against the longest retry span; and the worker that runs it off the sending
+// thread. @ref LLP 0017#dedup-window
 #include "fwdsink/engine_check.h"
 
 #include <algorithm>
