@@ -10,11 +10,11 @@
 #include <string>
 #include <vector>
 
-#include "fake_clock.h"
 #include "fwdsink/forward_sink.h"
 #include "fwdsink/spool.h"
-#include "scripted_server.h"
 #include "spool/cursor_writer.h"
+#include "support/fake_clock.h"
+#include "support/scripted_server.h"
 #include "support/test_files.h"
 
 using fwdsink::test::FreshDir;
