@@ -11,6 +11,7 @@ namespace fwdsink {
 Status Validate(const ConcurrencyPolicy& p) {
   if (p.max < 1) return Status::Config("max", "must be at least 1");
   if (p.max > 1024) return Status::Config("max", "must be at most 1024");
+  if (p.initial < 1) return Status::Config("initial", "must be at least 1");
   if (!(p.rtt_tolerance > 0)) return Status::Config("rtt_tolerance", "must be positive");
   if (!(p.decrease > 0 && p.decrease < 1)) return Status::Config("decrease", "must be in (0, 1)");
   if (!(p.baseline_weight > 0 && p.baseline_weight <= 1)) {
@@ -22,9 +23,21 @@ Status Validate(const ConcurrencyPolicy& p) {
   return OkStatus();
 }
 
-AdaptiveLimit::AdaptiveLimit(ConcurrencyPolicy policy)
-    : policy_(policy), limit_(policy.adaptive ? 1 : policy.max), slow_start_(policy.slow_start) {
+// Neither 1 nor the ceiling: a known-good limit, else a small initial window that opens
+// a partition's window at once and still meets a limiter's burst with a few requests.
+// @ref LLP 0018#start
+AdaptiveLimit::AdaptiveLimit(ConcurrencyPolicy policy, std::optional<std::size_t> stable)
+    : policy_(policy),
+      limit_(policy.adaptive ? std::clamp<std::size_t>(stable.value_or(policy.initial), 1,
+                                                       std::max<std::size_t>(policy.max, 1))
+                             : policy.max),
+      slow_start_(policy.slow_start) {
   FWDSINK_DCHECK(Validate(policy_).ok());
+}
+
+std::optional<std::size_t> AdaptiveLimit::stable() const {
+  std::lock_guard lock(mu_);
+  return stable_;
 }
 
 std::size_t AdaptiveLimit::limit() const {
@@ -87,6 +100,7 @@ std::optional<LimitChange> AdaptiveLimit::Decrease(std::string_view why, double 
   const std::size_t from = limit_;
   const auto scaled = static_cast<std::size_t>(std::floor(static_cast<double>(from) * factor));
   limit_ = std::max<std::size_t>(1, scaled);
+  if (stable_) stable_ = std::min(*stable_, limit_);  // never start above a refusal
   if (limit_ == from) return std::nullopt;
   return LimitChange{.from = from, .to = limit_, .why = why};
 }
@@ -129,11 +143,15 @@ std::optional<LimitChange> AdaptiveLimit::CloseWindow(MonotonicTime now) {
     if (rising && !window_.decreased) {
       change = RttRising(now, mean);
     } else if (!rising && !window_.pushed_back && !window_.decreased &&
-               window_.max_in_flight >= limit_ && limit_ < policy_.max) {
+               window_.max_in_flight >= limit_) {
+      // The limit held a whole window: stable. @ref LLP 0018#start
+      stable_ = limit_;
       // Every slot was busy and the round trip held: latency-bound, more would help.
-      const std::size_t to = std::min(policy_.max, slow_start_ ? 2 * limit_ : limit_ + 1);
-      change = LimitChange{.from = limit_, .to = to, .why = "latency_bound"};
-      limit_ = to;
+      if (limit_ < policy_.max) {
+        const std::size_t to = std::min(policy_.max, slow_start_ ? 2 * limit_ : limit_ + 1);
+        change = LimitChange{.from = limit_, .to = to, .why = "latency_bound"};
+        limit_ = to;
+      }
     }
     baseline_us_ =
         baseline_us_ > 0 ? baseline_us_ + policy_.baseline_weight * (mean - baseline_us_) : mean;

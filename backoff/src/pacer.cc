@@ -377,6 +377,21 @@ void EndpointPacer::Forget(MonotonicTime now) {
   }
 }
 
+bool EndpointPacer::NearLimit(MonotonicTime now, std::uint64_t wire_bytes) const {
+  if (!policy_.enabled) return false;
+  std::lock_guard lock(mu_);
+  const double costs[2] = {1.0, static_cast<double>(wire_bytes)};
+  const Lane* lanes[2] = {&requests_, &bytes_};
+  for (int i = 0; i < 2; ++i) {
+    const auto rate = lanes[i]->Rate();
+    if (!rate) continue;
+    // As Reserve() decides: a request now would start this many seconds late.
+    const double tolerance = std::max(lanes[i]->Tolerance(), costs[i]) / *rate;
+    if (Secs(lanes[i]->tat - now) + costs[i] / *rate - tolerance > 0) return true;
+  }
+  return false;
+}
+
 PaceRate EndpointPacer::Current(MonotonicTime now) const {
   std::lock_guard lock(mu_);
   (void)now;

@@ -598,7 +598,7 @@ void Receiver::Apply(const httplib::Request& req, httplib::Response& res, Decisi
     json line = {
         {"t_ms", t_ms},         {"path", req.path},          {"key", key},
         {"status", d.status},   {"body_bytes", wire.size()}, {"body_fnv1a", Fnv1aHex(wire)},
-        {"encoding", encoding}, {"reason", d.reason}};
+        {"encoding", encoding}, {"reason", d.reason},        {"expect", ExpectsContinue(req)}};
     const std::string text = line.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
     std::fwrite(text.data(), 1, text.size(), request_log_);
     std::fflush(request_log_);

@@ -95,7 +95,7 @@ void CheckKeysTile(const std::vector<fwdsink_test::Recorded>& reqs) {
 }  // namespace
 
 TEST_CASE("AdaptiveConcurrencyRisesWhileLatencyBoundAndDeliversEveryRowOnce") {
-  Run run("rises", {.max = 4});
+  Run run("rises", {.max = 4, .initial = 1});  // the ramp from 1 (LLP 0018#start: 4)
   for (int i = 0; i < kPartitions * 30; ++i) run.server.Then({.delay = kServerRtt});
   const auto report = run.driver->Tick();
   CHECK(report.delivered == kPartitions);

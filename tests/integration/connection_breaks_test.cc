@@ -212,6 +212,7 @@ TEST_CASE("A417ToExpectSendsTheSameRequestOnceMoreWithoutItAndTurnsExpectOff") {
   auto o = SinkOptions(server.url());
   o.chunker.chunk_bytes = 200'000;
   o.window = 1;
+  o.expect_continue = fwdsink::ExpectContinue::kAlways;  // the first request asks
   fwdsink::test::SinkRun run(o);
   const auto r = run.Forward("p", path);
   CHECK_MESSAGE(r.outcome == fwdsink::Outcome::kDelivered, r.message);

@@ -311,7 +311,10 @@ TEST_CASE("SIGTERM during a long wait exits 0 within 1 s with the cursor at the 
   Generate(dir, spool, "100k", "1");
   DaemonProcess d(dir, kTag,
                   {"forward", "--spool", spool.string(), "--url", Url(central), "--chunk-bytes",
-                   "8k", "--log-json", "--jitter", "0"});
+                   "8k", "--log-json", "--jitter", "0",
+                   // One chunk at a time, so that posts 1, 2 and 3 are chunks 1, 2 and 3 (the
+                   // limit starts at 4 since issue 39: LLP 0018#start).
+                   "--window", "1"});
 
   // Bounded wait until the daemon reports the long pause.
   const auto deadline = std::chrono::steady_clock::now() + kRunTimeout;

@@ -91,6 +91,9 @@ TEST_CASE("ThroughTheSinkARefusedChunkIsResentAndOnlyTheAcceptedBodyCounts") {
   fwdsink::ForwardOptions o;
   o.url = server.url();
   o.compression = fwdsink::Compression::kIdentity;
+  // Every large body asks first (a fresh endpoint gets no Expect by default: LLP
+  // 0017#expect-continue, integration_expect_likely_test).
+  o.expect_continue = fwdsink::ExpectContinue::kAlways;
   fwdsink::test::SinkRun run(o);
   const auto r = run.Forward("p", path);  // 429 with Retry-After: 1, then 200
   CHECK_MESSAGE(r.outcome == fwdsink::Outcome::kDelivered, r.message);
@@ -180,6 +183,7 @@ TEST_CASE("AServerThatIgnoresExpectGetsTheBodyAfterTheWaitAndTheChunkIsAcknowled
     fwdsink::ForwardOptions o;
     o.url = server.url();
     o.compression = fwdsink::Compression::kIdentity;
+    o.expect_continue = fwdsink::ExpectContinue::kAlways;  // it asks on a fresh endpoint
     fwdsink::test::SinkRun run(o);
     const auto r = run.Forward("p", path);
     CHECK_MESSAGE(r.outcome == fwdsink::Outcome::kDelivered, r.message);

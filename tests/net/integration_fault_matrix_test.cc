@@ -103,7 +103,7 @@ std::vector<std::string> DaemonArgs(const fs::path& spool, const std::string& ur
   return {"forward", "--spool", spool.string(), "--url", url, "--compression",
           "identity",  // so a chunk of 128 KiB is over the Expect threshold
           "--chunk-bytes", "128k", "--pack-below", "64k", "--window", std::to_string(v.window),
-          "--expect-continue-bytes", v.expect ? "64k" : "0",
+          "--expect-continue-bytes", v.expect ? "always" : "0",
           // A black hole ends at the response deadline: make it short.
           "--connect-timeout", "1", "--response-timeout", "1", "--min-throughput", "1m", "--poll",
           "0.2", "--log-json"};

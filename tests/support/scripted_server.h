@@ -102,8 +102,9 @@ class ScriptedServer {
     std::lock_guard lock(mu_);
     return requests_;
   }
-  // The most requests whose handler ran at once.
+  // The most requests whose handler ran at once (since the start or the last reset).
   int max_in_flight() const { return max_in_flight_.load(); }
+  void ResetMaxInFlight() { max_in_flight_.store(in_flight_.load()); }
   int port() const { return port_; }
   std::string url(const std::string& path = "/ingest") const {
     return "http://127.0.0.1:" + std::to_string(port_) + path;

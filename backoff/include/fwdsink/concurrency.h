@@ -14,15 +14,16 @@
 
 namespace fwdsink {
 
-// How the limit moves. With the defaults it starts at 1; at the end of each window
-// (one baseline round trip, at least 100 ms) in which every slot was used, nothing was
-// refused and the mean round trip stayed within 1.5 x the baseline, it grows: doubling
-// until the first fall (slow start: 1, 2, 4, 8), then by one (additive increase: 4, 5,
-// 6, ... 8, no increase past the ceiling). A 429/503, a transport error or a window
-// whose mean round trip passed 1.5 x the baseline halves it (8, 4, 2, 1, 1: never below
-// one), at most once per window; a round trip only a little past that falls less, to
-// limit x 1.5 x baseline / mean (LLP 0018#knee).
-// @ref LLP 0018#signals
+// How the limit moves. With the defaults it starts at the endpoint's last stable limit
+// when one is known, else at 4 (the initial window; never above the ceiling); at the
+// end of each window (one baseline round trip, at least 100 ms) in which every slot was
+// used, nothing was refused and the mean round trip stayed within 1.5 x the baseline,
+// it grows: doubling until the first fall (slow start: 4, 8, 16, 32), then by one
+// (additive increase: 16, 17, 18, ... 32, no increase past the ceiling). A 429/503, a
+// transport error or a window whose mean round trip passed 1.5 x the baseline halves it
+// (8, 4, 2, 1, 1: never below one), at most once per window; a round trip only a little
+// past that falls less, to limit x 1.5 x baseline / mean (LLP 0018#knee).
+// @ref LLP 0018#signals @ref LLP 0018#start
 struct ConcurrencyPolicy {
   // true: AIMD between 1 and `max` (--concurrency adaptive). false: always `max`
   // (--concurrency N; 1 is one request in flight, as before this existed). It counts
@@ -30,6 +31,9 @@ struct ConcurrencyPolicy {
   bool adaptive = true;
   // The ceiling (adaptive) or the fixed limit (--max-concurrency, --concurrency N).
   std::size_t max = 32;
+  // Where an adaptive limit starts when the endpoint has no stable limit yet (capped by
+  // `max`): TCP's initial window in requests. >= 1. @ref LLP 0018#start
+  std::size_t initial = 4;
   // A window's mean round trip above baseline x (1 + rtt_tolerance) is "rising
   // latency": the requests queue somewhere, more of them would not go faster. > 0.
   double rtt_tolerance = 0.5;
@@ -75,8 +79,10 @@ struct LimitChange {
 // guarded by mu_. @ref LLP 0018#limit
 class AdaptiveLimit {
  public:
-  // `policy` must pass Validate() (checked by FWDSINK_DCHECK).
-  explicit AdaptiveLimit(ConcurrencyPolicy policy);
+  // `policy` must pass Validate() (checked by FWDSINK_DCHECK). An adaptive limit starts
+  // at `stable` (the endpoint's last stable limit, from an earlier limit's stable())
+  // when given, else at policy.initial; either way within 1..max. @ref LLP 0018#start
+  explicit AdaptiveLimit(ConcurrencyPolicy policy, std::optional<std::size_t> stable = {});
 
   // Records one request's outcome at `now`: its round trip and what it said, and how
   // many requests were in flight when it went (itself included). Returns the change
@@ -85,6 +91,11 @@ class AdaptiveLimit {
                                      RequestSignal signal, std::size_t in_flight);
   // Returns the limit now: 1..max (adaptive), or max (fixed).
   [[nodiscard]] std::size_t limit() const;
+  // Returns the last limit that held a whole window (every slot used, nothing refused,
+  // the round trip within the tolerance), lowered by any fall since; nullopt before one
+  // did, and for a fixed limit. Where a later limit for the endpoint starts.
+  // @ref LLP 0018#start
+  [[nodiscard]] std::optional<std::size_t> stable() const;
   // Returns the baseline round trip (zero before the first window closed).
   [[nodiscard]] std::chrono::microseconds baseline() const;
   [[nodiscard]] const ConcurrencyPolicy& policy() const { return policy_; }
@@ -112,7 +123,8 @@ class AdaptiveLimit {
   double baseline_us_ = 0;  // guarded by mu_; 0: none yet
   double min_rtt_us_ = 0;   // the least window mean round trip; guarded by mu_; 0: none yet
   bool slow_start_;         // guarded by mu_; until the first decrease
-  Window window_;           // guarded by mu_
+  std::optional<std::size_t> stable_;  // guarded by mu_
+  Window window_;                      // guarded by mu_
 };
 
 }  // namespace fwdsink

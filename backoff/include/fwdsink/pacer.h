@@ -157,6 +157,11 @@ class EndpointPacer {
                  const std::optional<AdvertisedQuota>& quota);
   // Returns the rate applied now.
   [[nodiscard]] PaceRate Current(MonotonicTime now) const;
+  // Returns whether a learned or advertised limit holds and its schedule has no room
+  // left at `now` for another request of `wire_bytes` (the reservations made so far
+  // included): the next one would wait, and a refusal is likelier than not near the
+  // limit. False with pacing off or nothing to pace to. @ref LLP 0017#expect-when
+  [[nodiscard]] bool NearLimit(MonotonicTime now, std::uint64_t wire_bytes) const;
   // Goes up each time a server's count moves the schedule later than the reservations
   // made so far: a reservation taken before is stale, and its request must reserve again
   // before it goes (a newer `remaining: 0`). Any thread. @ref LLP 0016#recheck

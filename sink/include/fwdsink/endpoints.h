@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "fwdsink/endpoint_health.h"
+#include "fwdsink/expect_continue.h"
 #include "fwdsink/forward_sink.h"
 #include "fwdsink/gate.h"
 #include "fwdsink/pacer.h"
@@ -36,6 +37,15 @@ struct EndpointEntry {
   // carries the header again until the endpoints are made anew (a reload). Shared by
   // copies of the entry. @ref LLP 0017#expect-417
   std::shared_ptr<std::atomic<bool>> expect_off = std::make_shared<std::atomic<bool>>(false);
+  // Its recent refusals and how it answered Expect: whether the next request should
+  // carry "Expect: 100-continue". Thread-safe; shared by copies of the entry.
+  // @ref LLP 0017#expect-when
+  std::shared_ptr<ExpectAdvisor> expect = std::make_shared<ExpectAdvisor>();
+  // The last request limit that held a whole window clean against it (0: none yet): where
+  // a driver made later for it starts. Written by the driver whose limit learned it.
+  // @ref LLP 0018#start
+  std::shared_ptr<std::atomic<std::size_t>> stable_limit =
+      std::make_shared<std::atomic<std::size_t>>(0);
   // When a request to it last got an HTTP answer (monotonic, ms since the clock's epoch;
   // 0: never): a refused connect soon after is a front restarting, not an outage.
   // @ref LLP 0014#reconnect

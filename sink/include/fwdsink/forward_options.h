@@ -41,6 +41,18 @@ struct ResponseRules {
   bool retry_all_5xx = true;
 };
 
+// Which requests carry "Expect: 100-continue" (bodies of transport.expect_continue_bytes
+// or more; 0 there: none). @ref LLP 0017#expect-when
+enum class ExpectContinue {
+  // Only while the endpoint is likely to refuse (ExpectAdvisor): refused within the last
+  // minute, its gate closed, its pacer at a learned or advertised limit; never while it
+  // ignores the header. Otherwise the body goes at once, without the round trip.
+  kWhenLikely,
+  // Every such body waits for 100 Continue (--expect-continue-bytes always; the
+  // behaviour before issue 39).
+  kAlways,
+};
+
 // User name and password for HTTP Basic auth (RFC 7617). Never logged.
 struct BasicAuth {
   std::string user;
@@ -81,6 +93,8 @@ struct ForwardOptions {
   // is then backpressure.max_wait). @ref LLP 0016#pacer
   PacingPolicy pacing{};
   TransportOptions transport{};
+  // When a body of transport.expect_continue_bytes or more waits for 100 Continue.
+  ExpectContinue expect_continue = ExpectContinue::kWhenLikely;
   // Prefix/label that tells two sinks in one daemon apart in events and logs.
   std::string label = "fwdsink";
   // Requests one partition's bisection (splitting refused chunks to isolate a row) may

@@ -87,6 +87,11 @@ enum class LogLevel { kDebug, kInfo, kWarn, kError };
      Fields: partition, key, status (417), reason ("expectation_failed"), message.        \
      @ref LLP 0017#expect-417 */                                                          \
   EVENT(kForwardExpectOff, "forward.expect_off", kWarn)                                   \
+  /* The endpoint let the wait for 100 Continue run out twice in a row (it, or a front    \
+     before it, ignores the header): no request to it carries Expect for 10 minutes,      \
+     then again while a refusal is likely. Fields: partition, key, reason                 \
+     ("expect_ignored"), wait_ms (the pause), message. @ref LLP 0017#expect-when */       \
+  EVENT(kForwardExpectIgnored, "forward.expect_ignored", kInfo)                           \
   /* Anything else: the partition unreadable or torn (reason from the chunker,            \
      begin = the offset concerned) or a chunk that could not be encoded (key,             \
      reason="encode_failed"). Fields: partition, key, reason, begin, message. */          \
@@ -359,6 +364,9 @@ class JsonObject {
   COUNTER(transport_errors_response_body, "Transport errors while reading the response body.") \
   COUNTER(expect_refusals, "Requests with Expect: 100-continue answered 417.")                 \
   GAUGE(expect_off, "1 while Expect: 100-continue is off for an endpoint after a 417.")        \
+  COUNTER(expect_sent, "Requests sent with Expect: 100-continue.")                             \
+  COUNTER(expect_timeouts, "Waits for 100 Continue that ran out (the body went late).")        \
+  COUNTER(expect_ignored, "Endpoints that ignored Expect twice in a row: off 10 min.")         \
   COUNTER(waits, "Backoff waits taken before re-sending a chunk in place.")                    \
   COUNTER(wait_ms, "Milliseconds of backoff waits taken (sum of the waits chosen).")           \
   COUNTER(gate_waits, "Waits on the endpoint gate another sender's Retry-After closed.")       \

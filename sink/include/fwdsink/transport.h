@@ -85,10 +85,12 @@ struct TransportOptions {
   // Bytes read and discarded past the prefix so the connection can be reused; a longer
   // body closes the connection instead of being read to the end.
   std::size_t drain_limit_bytes = 1 << 20;
-  // A request body of at least this many bytes is sent with "Expect: 100-continue": the
-  // body goes after the server's 100 Continue, or after 1 s without an answer (a server
-  // may ignore the header); a final response that comes first (429, 503, 413, 401) is
-  // the answer, the body is never sent and the connection is closed. 0: never.
+  // A request body of at least this many bytes that its caller lets carry "Expect:
+  // 100-continue" (PostLimits::allow_expect; the forward sink does while a refusal is
+  // likely, ForwardOptions::expect_continue) is sent with it: the body goes after the
+  // server's 100 Continue, or after 1 s without an answer (a server may ignore the
+  // header); a final response that comes first (429, 503, 413, 401) is the answer, the
+  // body is never sent and the connection is closed. 0: never.
   // @ref LLP 0017#expect-continue
   std::uint64_t expect_continue_bytes = 64 * 1024;
 };
@@ -147,6 +149,10 @@ struct TransportResult {
   // The request's head carried "Expect: 100-continue" (a 417 to it means: repeat the
   // request without the expectation, RFC 9110 §10.1.1).
   bool expect_sent = false;
+  // The wait for 100 Continue ran out with neither a 100 nor a final status, and the
+  // body went after it: the endpoint (or a front before it) ignores the header.
+  // @ref LLP 0017#expect-continue
+  bool continue_wait_expired = false;
   // Where the request failed (meaningful when error != kNone).
   WirePhase phase = WirePhase::kConnect;
   // The request found the connection the last one left open closed by the peer (a
@@ -158,8 +164,10 @@ struct TransportResult {
 struct PostLimits {
   // Time the caller has left for this attempt (its inline budget); caps both deadlines.
   std::optional<std::chrono::milliseconds> time_left{};
-  // Whether this request may carry "Expect: 100-continue" at all (false once the
-  // endpoint answered one with 417). @ref LLP 0017#expect-417
+  // Whether this request may carry "Expect: 100-continue" (its body must also reach
+  // TransportOptions::expect_continue_bytes). The forward sink lets it while a refusal
+  // is likely, never once the endpoint answered one with 417 or ignored it.
+  // @ref LLP 0017#expect-continue @ref LLP 0017#expect-417
   bool allow_expect = true;
 };
 

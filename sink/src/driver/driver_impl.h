@@ -18,6 +18,7 @@
 #include "driver/sender_slots.h"
 #include "fwdsink/concurrency.h"
 #include "fwdsink/driver.h"
+#include "fwdsink/endpoints.h"
 #include "fwdsink/forward_pack.h"
 #include "fwdsink/overload.h"
 #include "fwdsink/pack_manifest.h"
@@ -63,6 +64,15 @@ class PermanentErrorWatch {
 
 namespace fwdsink {
 
+// The last stable limit known for the endpoint in use (another driver's, made from the
+// same endpoints), if any: where the driver's limit starts. @ref LLP 0018#start
+inline std::optional<std::size_t> KnownStableLimit(const ForwardDeps& deps) {
+  if (!deps.endpoints) return std::nullopt;
+  const EndpointEntry& e = deps.endpoints->at(deps.endpoints->active());
+  const std::size_t n = e.stable_limit->load(std::memory_order_relaxed);
+  return n > 0 ? std::optional<std::size_t>(n) : std::nullopt;
+}
+
 // Adds what one call (a partition's or a pack's) acknowledged to the tick's report.
 inline void AddAcked(TickReport& report, const ForwardResult& r) {
   report.chunks_acked += r.chunks_acked;
@@ -92,7 +102,7 @@ struct Driver::Impl {
         deps(std::move(d)),
         spool(std::move(s)),
         overload(options.tick_pauses),
-        limit(options.concurrency),
+        limit(options.concurrency, KnownStableLimit(deps)),
         pool([this] { return limit.limit(); }),
         inflight(std::make_shared<InflightBudget>(options.forward.max_inflight_bytes)) {
     counters.concurrency_limit.store(limit.limit(), std::memory_order_relaxed);
@@ -110,7 +120,9 @@ struct Driver::Impl {
   void SendAll(const std::vector<ReadyPartition>& ready, TickReport& report);
   // Each answered request of a sender's sink: the limit learns from it. @ref LLP 0018#signals
   void OnAttempt(const AttemptRecord& r);
-  void Observe(std::chrono::microseconds rtt, RequestSignal signal);
+  // The limit learns from one request to endpoint `ep`, and tells the endpoint the
+  // limit that held there. @ref LLP 0018#start
+  void Observe(std::chrono::microseconds rtt, RequestSignal signal, std::size_t ep);
   void LimitMoved(const LimitChange& c);
   // Where partition `p` resumes (its cursor and journal), or nullopt when its cursor
   // cannot be read.

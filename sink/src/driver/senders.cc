@@ -99,22 +99,28 @@ void Driver::Impl::OnAttempt(const AttemptRecord& r) {
       // the server read as "rising" and held the limit at 1. @ref LLP 0018#signals
       constexpr std::chrono::microseconds kFloor{10'000};
       Observe(std::max(r.round_trip, kFloor),
-              r.pushed_back ? RequestSignal::kPaced : RequestSignal::kAccepted);
+              r.pushed_back ? RequestSignal::kPaced : RequestSignal::kAccepted, r.endpoint);
       break;
     }
     case AttemptRecord::Kind::kRefused:
-      Observe(std::chrono::microseconds{0}, RequestSignal::kBackpressure);
+      Observe(std::chrono::microseconds{0}, RequestSignal::kBackpressure, r.endpoint);
       break;
     case AttemptRecord::Kind::kFailed:
-      Observe(std::chrono::microseconds{0}, RequestSignal::kError);
+      Observe(std::chrono::microseconds{0}, RequestSignal::kError, r.endpoint);
       break;
     case AttemptRecord::Kind::kOther: break;
   }
 }
 
-void Driver::Impl::Observe(std::chrono::microseconds rtt, RequestSignal signal) {
+void Driver::Impl::Observe(std::chrono::microseconds rtt, RequestSignal signal, std::size_t ep) {
   const auto change = limit.Observe(deps.time->MonotonicNow(), rtt, signal, pool.busy());
   if (change) LimitMoved(*change);
+  // A driver made later for this endpoint starts where this limit held.
+  // @ref LLP 0018#start
+  if (const std::optional<std::size_t> stable = limit.stable();
+      stable && ep < deps.endpoints->size()) {
+    deps.endpoints->at(ep).stable_limit->store(*stable, std::memory_order_relaxed);
+  }
 }
 
 void Driver::Impl::LimitMoved(const LimitChange& c) {

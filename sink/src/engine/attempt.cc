@@ -121,7 +121,22 @@ milliseconds Attempt::Elapsed() const {
 
 PostLimits Attempt::limits() const {
   return PostLimits{.time_left = core_.options.backpressure.inline_budget - Elapsed(),
-                    .allow_expect = !Entry().expect_off->load(std::memory_order_relaxed)};
+                    .allow_expect = AllowExpect()};
+}
+
+// "Expect: 100-continue" costs a round trip on every request that carries it, and pays
+// only when the answer is a refusal: it goes while one is likely (the endpoint refused
+// lately, its gate is closed, its pacer is at a limit), never after a 417, and not while
+// the endpoint ignores it. `always` is the old rule: every body over the threshold.
+// @ref LLP 0017#expect-when
+bool Attempt::AllowExpect() const {
+  if (Entry().expect_off->load(std::memory_order_relaxed)) return false;  // a 417
+  if (core_.options.expect_continue == ExpectContinue::kAlways) return true;
+  const MonotonicTime now = core_.time.MonotonicNow();
+  const ExpectSignals signals{
+      .gate_closed = Entry().gate->Remaining(now).remaining > milliseconds::zero(),
+      .pacer_near_limit = Entry().pacer->NearLimit(now, request_.wire->size())};
+  return Entry().expect->Expect(now, signals);
 }
 
 // Picks the endpoint of the next attempt: the one in use, or the primary when a probe
@@ -282,6 +297,7 @@ Attempt::Step Attempt::Answered(TransportResult result, std::chrono::microsecond
     Add(core_.counters.wire_bytes_sent, request_.wire->size());
   }
   if (core_.stop.stop_requested()) return Done({.kind = End::Kind::kAborted});
+  NoteExpect();
   if (ExpectationFailed()) {
     next_ = Next::kChoose;  // not a failed attempt: the same request at once, plainly
     return Run();
@@ -294,6 +310,12 @@ Attempt::Step Attempt::Answered(TransportResult result, std::chrono::microsecond
   Answer answer = Describe();
   Verdict verdict = Classify(answer, core_.options.responses);
   Count(verdict);
+  // A refusal that comes without a wait: the next request's head may be refused too.
+  // (429/503 are remembered with their wait, in Retry().) @ref LLP 0017#expect-when
+  if (last_.error == TransportError::kNone &&
+      (last_.response.status == 401 || last_.response.status == 413)) {
+    Entry().expect->OnRefused(core_.time.MonotonicNow(), milliseconds::zero());
+  }
   Observe(verdict, round_trip);
   switch (verdict.action) {
     case Action::kAcknowledge: {
@@ -343,6 +365,33 @@ bool Attempt::ExpectationFailed() {
                      "it, and so does every later one to this endpoint until a reload"});
   }
   return true;
+}
+
+// What the answer says about Expect at this endpoint: whether its head was answered (a
+// 100 or a final status) or the wait for 100 Continue ran out. Two waits in a row that
+// ran out turn Expect off for the endpoint for a while (`always` keeps the old rule:
+// it waits every time). A request that failed before either says nothing.
+// @ref LLP 0017#expect-when
+void Attempt::NoteExpect() {
+  if (!last_.expect_sent) return;
+  Add(core_.counters.expect_sent);
+  const bool waited_out = last_.continue_wait_expired;
+  if (waited_out) Add(core_.counters.expect_timeouts);
+  if (last_.error != TransportError::kNone && !waited_out) return;
+  if (core_.options.expect_continue == ExpectContinue::kAlways) return;
+  ExpectAdvisor& expect = *Entry().expect;
+  if (!expect.OnExpectAnswered(core_.time.MonotonicNow(), waited_out)) return;
+  Add(core_.counters.expect_ignored);
+  const milliseconds pause = expect.policy().ignored_pause;
+  Emit({.name = events::kForwardExpectIgnored,
+        .key = request_.key,
+        .reason = "expect_ignored",
+        .wait = pause,
+        .message = Entry().name + " let the wait for 100 Continue run out " +
+                   std::to_string(expect.policy().ignored_in_a_row) +
+                   " times in a row: no Expect to it for the next " +
+                   std::to_string(std::chrono::duration_cast<std::chrono::minutes>(pause).count()) +
+                   " min"});
 }
 
 // The wait before a retry: a reconnect rung while the connection keeps breaking under
@@ -404,6 +453,7 @@ Attempt::Step Attempt::Retry(const Verdict& v) {
   // the next partition must not hammer the endpoint. @ref LLP 0021#shared-gate
   if (d.source == WaitSource::kRetryAfter) Entry().gate->HoldUntil(now + d.wait, v.reason);
   if (v.retry_cause == RetryCause::kBackpressure) {
+    Entry().expect->OnRefused(now, d.wait);  // @ref LLP 0017#expect-when
     Entry().pacer->OnRefused(now, d.wait, v.quota);
     core_.pacing.Report(*Entry().pacer, now, core_.counters, core_.emit);
   }

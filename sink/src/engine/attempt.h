@@ -150,6 +150,8 @@ class Attempt {
   Step Retry(const Verdict& v);
   WaitDecision DecideRetryWait(const Verdict& v);
   bool ExpectationFailed();
+  void NoteExpect();
+  [[nodiscard]] bool AllowExpect() const;
   void EmitRetry(const Verdict& v, const WaitDecision& d);
   [[nodiscard]] std::int64_t NowMs() const;
   bool RefreshToken(const Verdict& v);

@@ -257,6 +257,7 @@ class HttplibTransport final : public HttpTransport {
     // The server answered without reading a body cpp-httplib believes it sent: the
     // connection cannot carry another request. @ref LLP 0017#expect-continue
     out.body_withheld = head_.body_withheld;
+    out.continue_wait_expired = head_.continue_timed_out;
     if (head_.body_withheld) client_->stop();
     if (!client_->is_socket_open()) socket_.Release();
 
@@ -273,6 +274,7 @@ class HttplibTransport final : public HttpTransport {
              : Failed(err);
     failed.phase = head_.phase;
     failed.expect_sent = out.expect_sent;
+    failed.continue_wait_expired = out.continue_wait_expired;
     // A kept-alive connection that cpp-httplib found dead and could not make again: the
     // peer went away between two requests. @ref LLP 0014#reconnect
     failed.connection_lost = had_connection && failed.phase == WirePhase::kConnect;

@@ -248,12 +248,21 @@ const Row kRows[] = {
      return PositiveDuration(v, s.driver.forward.transport.response_timeout);
    }},
   // @ref LLP 0017#expect-continue
-  {{"expect_continue_bytes", "N", "bodies of N bytes or more wait for 100 Continue (0: never)",
+  {{"expect_continue_bytes", "N|always",
+    "bodies of N bytes or more wait for 100 Continue while a refusal is likely (0: never; "
+    "always: every body of 64k or more)",
     false, false, false, false, "64k"},
    [](std::string_view v, SinkSettings& s) {
+     ForwardOptions& f = s.driver.forward;
+     if (v == "always") {  // the rule before issue 39
+       f.expect_continue = ExpectContinue::kAlways;
+       f.transport.expect_continue_bytes = TransportOptions{}.expect_continue_bytes;
+       return OkStatus();
+     }
      const auto n = ParseSize(v);
-     if (!n) return Bad(Quoted(v) + " is " + SizeProblem(v));
-     s.driver.forward.transport.expect_continue_bytes = *n;
+     if (!n) return Bad(Quoted(v) + " is not always or " + SizeProblem(v));
+     f.expect_continue = ExpectContinue::kWhenLikely;
+     f.transport.expect_continue_bytes = *n;
      return OkStatus();
    }},
   // @ref LLP 0014#window

@@ -46,7 +46,7 @@ TEST_CASE("AdaptiveLimit validates its policy, naming the field") {
 
 TEST_CASE("AdaptiveLimit rises by one per latency-bound window, up to the ceiling") {
   FakeClock clock;
-  AdaptiveLimit l(ConcurrencyPolicy{.max = kCeiling, .slow_start = false});
+  AdaptiveLimit l(ConcurrencyPolicy{.max = kCeiling, .initial = 1, .slow_start = false});
   CHECK(l.limit() == 1);
   CHECK_FALSE(Round(l, clock, kRtt).has_value());  // opens the first window
   // Steady 100 ms round trips, every slot busy: 1, 2, 3, ... 8.
@@ -65,7 +65,7 @@ TEST_CASE("AdaptiveLimit rises by one per latency-bound window, up to the ceilin
 
 TEST_CASE("AdaptiveLimit doubles until the first fall, then adds one") {
   FakeClock clock;
-  AdaptiveLimit l(ConcurrencyPolicy{.max = kCeiling});
+  AdaptiveLimit l(ConcurrencyPolicy{.max = kCeiling, .initial = 1});
   (void)Round(l, clock, kRtt);              // opens the first window
   const std::size_t want[] = {2, 4, 8, 8};  // no increase past the ceiling
   for (const std::size_t w : want) {
@@ -85,7 +85,7 @@ TEST_CASE("AdaptiveLimit doubles until the first fall, then adds one") {
 
 TEST_CASE("AdaptiveLimit does not rise when the slots are not all used") {
   FakeClock clock;
-  AdaptiveLimit l(ConcurrencyPolicy{.max = kCeiling, .slow_start = false});
+  AdaptiveLimit l(ConcurrencyPolicy{.max = kCeiling, .initial = 1, .slow_start = false});
   for (int i = 0; i < 5; ++i) (void)Round(l, clock, kRtt);
   REQUIRE(l.limit() == 5);
   // Only two partitions left: two in flight. The first of them ends the last full
@@ -102,7 +102,7 @@ TEST_CASE("AdaptiveLimit does not rise when the slots are not all used") {
 
 TEST_CASE("AdaptiveLimit halves on a 429/503 and on a transport error, once per window") {
   FakeClock clock;
-  AdaptiveLimit l(ConcurrencyPolicy{.max = kCeiling, .slow_start = false});
+  AdaptiveLimit l(ConcurrencyPolicy{.max = kCeiling, .initial = 1, .slow_start = false});
   for (int i = 0; i < 8; ++i) (void)Round(l, clock, kRtt);
   REQUIRE(l.limit() == 8);
   clock.Advance(milliseconds{10});
@@ -132,7 +132,7 @@ TEST_CASE("AdaptiveLimit halves on a 429/503 and on a transport error, once per 
 
 TEST_CASE("AdaptiveLimit stays at 1 under sustained backpressure") {
   FakeClock clock;
-  AdaptiveLimit l(ConcurrencyPolicy{.max = kCeiling, .slow_start = false});
+  AdaptiveLimit l(ConcurrencyPolicy{.max = kCeiling, .initial = 1, .slow_start = false});
   for (int i = 0; i < 8; ++i) (void)Round(l, clock, kRtt);
   REQUIRE(l.limit() == 8);
   // Every window has a refusal among its accepted requests: 8, 4, 2, 1, 1, 1...
@@ -150,7 +150,7 @@ TEST_CASE("AdaptiveLimit stays at 1 under sustained backpressure") {
 
 TEST_CASE("AdaptiveLimit falls when the round trip rises, and not on a steady one") {
   FakeClock clock;
-  AdaptiveLimit l(ConcurrencyPolicy{.max = kCeiling, .slow_start = false});
+  AdaptiveLimit l(ConcurrencyPolicy{.max = kCeiling, .initial = 1, .slow_start = false});
   for (int i = 0; i < 6; ++i) (void)Round(l, clock, kRtt);
   REQUIRE(l.limit() == 6);
   SUBCASE("the round trip doubles: queueing, fall to the knee") {
@@ -186,7 +186,7 @@ TEST_CASE("AdaptiveLimit falls when the round trip rises, and not on a steady on
 
 TEST_CASE("AdaptiveLimit does not grow while the pacer holds requests") {
   FakeClock clock;
-  AdaptiveLimit l(ConcurrencyPolicy{.max = kCeiling, .slow_start = false});
+  AdaptiveLimit l(ConcurrencyPolicy{.max = kCeiling, .initial = 1, .slow_start = false});
   // Each window: round trips that did not wait, and one the pacer held.
   for (int i = 0; i < 10; ++i) {
     (void)Round(l, clock, kRtt);
@@ -208,11 +208,16 @@ TEST_CASE("A fixed limit never moves") {
   CHECK(l.limit() == 3);
 }
 
-TEST_CASE("A limiter's burst that runs out inside the first window keeps the limit at 1") {
+TEST_CASE("A limiter's burst that runs out inside the first window meets the start, no more") {
   // A LAN: 5 ms round trips. The limiter's burst takes 12 requests at link speed, then
   // it refuses. With the default window (100 ms) the refusal lands in the first window,
-  // before any growth: one sender meets the empty bucket, not two. @ref LLP 0018#signals
-  auto limit_when_refused = [](ConcurrencyPolicy policy) {
+  // before any growth: the initial window's requests meet the empty bucket, not twice as
+  // many, and the refusal halves it. @ref LLP 0018#signals @ref LLP 0018#start
+  struct Seen {
+    std::size_t at_refusal;
+    std::size_t after;
+  };
+  auto when_refused = [](ConcurrencyPolicy policy) {
     FakeClock clock;
     AdaptiveLimit l(policy);
     for (int i = 0; i < 12; ++i) {
@@ -222,13 +227,20 @@ TEST_CASE("A limiter's burst that runs out inside the first window keeps the lim
     const std::size_t at_refusal = l.limit();
     clock.Advance(milliseconds{5});
     (void)l.Observe(clock.MonotonicNow(), microseconds{0}, RequestSignal::kBackpressure, 1);
-    CHECK(l.limit() == 1);
-    return at_refusal;
+    return Seen{at_refusal, l.limit()};
   };
   CHECK(ConcurrencyPolicy{}.min_window >= milliseconds{100});
-  CHECK(limit_when_refused(ConcurrencyPolicy{}) == 1);
+  const Seen seen = when_refused(ConcurrencyPolicy{});
+  CHECK(seen.at_refusal == ConcurrencyPolicy{}.initial);
+  CHECK(seen.after == ConcurrencyPolicy{}.initial / 2);
   SUBCASE("twin: a 50 ms window grows before the burst runs out") {
-    CHECK(limit_when_refused(ConcurrencyPolicy{.min_window = milliseconds{50}}) == 2);
+    CHECK(when_refused(ConcurrencyPolicy{.min_window = milliseconds{50}}).at_refusal ==
+          2 * ConcurrencyPolicy{}.initial);
+  }
+  SUBCASE("from 1, one sender meets it and the limit stays at 1") {
+    const Seen one = when_refused(ConcurrencyPolicy{.initial = 1});
+    CHECK(one.at_refusal == 1);
+    CHECK(one.after == 1);
   }
 }
 

@@ -276,6 +276,7 @@ TEST_CASE("Attempt: a refused connect without a break first, and a 503, use the 
 // keeps Expect off. @ref LLP 0017#expect-417
 TEST_CASE("Attempt: a 417 to Expect posts again at once with Expect off for the endpoint") {
   Rig rig;
+  rig.options.expect_continue = fwdsink::ExpectContinue::kAlways;  // a request with Expect
   Attempt attempt(rig.core, rig.request);
   REQUIRE(attempt.Start().kind == Kind::kPost);
   CHECK(attempt.limits().allow_expect);
@@ -403,5 +404,98 @@ TEST_CASE("Attempt: a paced send that wakes after a newer remaining 0 waits agai
   }
   SUBCASE("twin: nothing newer, it goes when its slot comes") {
     CHECK(attempt.Woke(Attempt::Woken::kElapsed).kind == Kind::kPost);
+  }
+}
+
+// Expect only while a refusal is likely: none on a fresh endpoint, while the memory of a
+// 429 lasts yes, after it no again; `always` is the old rule. @ref LLP 0017#expect-when
+TEST_CASE("Attempt: Expect after a 429 within the memory, none on a fresh endpoint") {
+  Rig rig;
+  Attempt attempt(rig.core, rig.request);
+  REQUIRE(attempt.Start().kind == Kind::kPost);
+  CHECK_FALSE(attempt.limits().allow_expect);  // fresh: no refusal is coming
+  REQUIRE(attempt.Answered(Http(429, "1"), 0us).kind == Kind::kWait);
+  rig.clock.Advance(1s);
+  REQUIRE(attempt.Woke(Attempt::Woken::kElapsed).kind == Kind::kPost);
+  CHECK(attempt.limits().allow_expect);  // the re-send, right after the refusal
+  REQUIRE(attempt.Answered(Http(200), 0us).kind == Kind::kDone);
+  // Another chunk to the endpoint within the minute after the wait: Expect; past it, no.
+  rig.clock.Advance(59s);
+  Attempt next(rig.core, rig.request);
+  REQUIRE(next.Start().kind == Kind::kPost);
+  CHECK(next.limits().allow_expect);
+  rig.clock.Advance(1s);
+  CHECK_FALSE(next.limits().allow_expect);
+  SUBCASE("twin: `always` sends it on a fresh endpoint too") {
+    Rig always;
+    always.options.expect_continue = fwdsink::ExpectContinue::kAlways;
+    Attempt fresh(always.core, always.request);
+    REQUIRE(fresh.Start().kind == Kind::kPost);
+    CHECK(fresh.limits().allow_expect);
+  }
+  SUBCASE("a 413 is a refusal too") {
+    Rig refused;
+    Attempt first(refused.core, refused.request);
+    REQUIRE(first.Start().kind == Kind::kPost);
+    (void)first.Answered(Http(413), 0us);
+    Attempt again(refused.core, refused.request);
+    REQUIRE(again.Start().kind == Kind::kPost);
+    CHECK(again.limits().allow_expect);
+  }
+}
+
+// An endpoint that lets the wait for 100 Continue run out twice in a row ignores the
+// header: no Expect to it for 10 minutes, refusals or not (an event, a counter); then
+// again while a refusal is likely. @ref LLP 0017#expect-when
+TEST_CASE("Attempt: no Expect for 10 minutes after an endpoint ignored it twice") {
+  Rig rig;
+  rig.options.backpressure.inline_budget = 1h;  // one chunk refused across the pause
+  const auto waited_out = [] {
+    TransportResult r = Http(200);
+    r.expect_sent = true;
+    r.continue_wait_expired = true;  // no 100, no status: the body went after the wait
+    return r;
+  };
+  rig.endpoints->at(0).expect->OnRefused(rig.now(), 0ms);  // a refusal is likely
+  for (int i = 0; i < 2; ++i) {
+    Attempt attempt(rig.core, rig.request);
+    REQUIRE(attempt.Start().kind == Kind::kPost);
+    CHECK(attempt.limits().allow_expect);
+    REQUIRE(attempt.Answered(waited_out(), 0us).kind == Kind::kDone);
+  }
+  CHECK(rig.counters.expect_sent.load() == 2);
+  CHECK(rig.counters.expect_timeouts.load() == 2);
+  CHECK(rig.counters.expect_ignored.load() == 1);
+  REQUIRE(rig.events.size() == 1);
+  CHECK(rig.events[0].name == fwdsink::events::kForwardExpectIgnored);
+  CHECK(rig.events[0].wait == 10min);
+  // A 429 now would make a refusal likely, but the endpoint ignores the header.
+  Attempt refused(rig.core, rig.request);
+  REQUIRE(refused.Start().kind == Kind::kPost);
+  REQUIRE(refused.Answered(Http(429, "1"), 0us).kind == Kind::kWait);
+  rig.clock.Advance(1s);
+  REQUIRE(refused.Woke(Attempt::Woken::kElapsed).kind == Kind::kPost);
+  CHECK_FALSE(refused.limits().allow_expect);
+  rig.clock.Advance(10min - 1s - 1ms);
+  CHECK_FALSE(refused.limits().allow_expect);
+  REQUIRE(refused.Answered(Http(429, "1"), 0us).kind == Kind::kWait);  // likely still
+  rig.clock.Advance(1s);
+  REQUIRE(refused.Woke(Attempt::Woken::kElapsed).kind == Kind::kPost);
+  CHECK(refused.limits().allow_expect);  // ten minutes on: Expect again, when likely
+  CHECK(rig.clock.sleeps().empty());
+  SUBCASE("twin: a head answered in between keeps Expect on") {
+    Rig other;
+    other.endpoints->at(0).expect->OnRefused(other.now(), 0ms);
+    for (const bool expired : {true, false, true}) {
+      Attempt attempt(other.core, other.request);
+      REQUIRE(attempt.Start().kind == Kind::kPost);
+      CHECK(attempt.limits().allow_expect);
+      TransportResult r = Http(200);
+      r.expect_sent = true;
+      r.continue_wait_expired = expired;
+      REQUIRE(attempt.Answered(r, 0us).kind == Kind::kDone);
+    }
+    CHECK(other.counters.expect_ignored.load() == 0);
+    CHECK(other.events.empty());
   }
 }

@@ -332,6 +332,27 @@ TEST_CASE(
     const auto b = Required().Build();
     REQUIRE(b.ok());
     CHECK(b->driver.forward.transport.expect_continue_bytes == 64u * 1024);
+    // ... and only while a refusal is likely. @ref LLP 0017#expect-when
+    CHECK(b->driver.forward.expect_continue == fwdsink::ExpectContinue::kWhenLikely);
+  }
+  SUBCASE("always: every body of 64 KiB or more, as before issue 39; a size after it wins") {
+    Settings s = Required();
+    REQUIRE(
+        s.Set("expect_continue_bytes", "always", SettingSource::kFlag, "--expect-continue-bytes")
+            .ok());
+    const auto b = s.Build();
+    REQUIRE(b.ok());
+    CHECK(b->driver.forward.expect_continue == fwdsink::ExpectContinue::kAlways);
+    CHECK(b->driver.forward.transport.expect_continue_bytes == 64u * 1024);
+    WriteFile(dir / "always.toml", "expect_continue_bytes = \"always\"\n");
+    Settings f = Required();
+    REQUIRE(f.LoadFile(dir / "always.toml").ok());  // the config key takes it too
+    REQUIRE(f.Build().ok());
+    CHECK(f.Build()->driver.forward.expect_continue == fwdsink::ExpectContinue::kAlways);
+    REQUIRE(f.Set("expect_continue_bytes", "128k", SettingSource::kFlag, "--expect-continue-bytes")
+                .ok());
+    CHECK(f.Build()->driver.forward.expect_continue == fwdsink::ExpectContinue::kWhenLikely);
+    CHECK(f.Build()->driver.forward.transport.expect_continue_bytes == 128u * 1024);
   }
   SUBCASE("a flag, 0 = off") {
     Settings s = Required();
