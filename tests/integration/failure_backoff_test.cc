@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "fwdsink/concurrency.h"
 #include "support/central_process.h"
 #include "support/daemon_process.h"
 #include "support/it_support.h"
