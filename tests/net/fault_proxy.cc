@@ -6,7 +6,7 @@
 // break a request in a named phase. @ref LLP 0014#fault-proxy
 //
 //   fwdsink-fault-proxy --to 127.0.0.1:PORT --listen-port-file F --control-port-file C
-//                       [--delay-ms MS] [--rate BYTES_PER_S] [--log FILE]
+//                       [--delay-ms MS] [--rate BYTES_PER_S] [--ignore-expect] [--log FILE]
 //
 // Listens on 127.0.0.1 (ephemeral ports written to F and C). Runs until killed or told
 // "quit". Link toxics apply to every connection:
@@ -15,6 +15,8 @@
 //                   connection holds rate x latency + 256 KiB, so one alone fills the link
 //   slow_close MS   a connection the server closes is closed to the client MS later
 //   down MS         the listener closes and every connection is reset; back after MS
+//   ignore_expect 0|1  requests go to the server without their Expect header: a server
+//                   that ignores Expect, never says 100 Continue (--ignore-expect: 1)
 // Request toxics are armed for the next COUNT requests (after skipping AFTER of them),
 // counted across connections in the order their heads arrive:
 //   arm TOXIC [COUNT [AFTER]]
@@ -124,6 +126,23 @@ std::string HeaderValue(std::string_view head, std::string_view name) {
   return "";
 }
 
+// `head` without its `name` header lines.
+std::string WithoutHeader(std::string_view head, std::string_view name) {
+  std::string out;
+  std::size_t at = 0;
+  while (at < head.size()) {
+    std::size_t end = head.find("\r\n", at);
+    end = end == std::string_view::npos ? head.size() : end + 2;
+    const std::string_view line = head.substr(at, end - at);
+    const std::size_t colon = line.find(':');
+    if (at == 0 || colon == std::string_view::npos || !IEquals(line.substr(0, colon), name)) {
+      out.append(line);
+    }
+    at = end;
+  }
+  return out;
+}
+
 // One upload bandwidth cap shared by every connection: a token bucket. Any thread.
 class Link {
  public:
@@ -212,6 +231,7 @@ struct Proxy {
   Link link;
   std::atomic<long> delay_ms{0};
   std::atomic<long> slow_close_ms{0};
+  std::atomic<bool> ignore_expect{false};
   std::mutex mu;  // guards everything below
   Toxic armed = Toxic::kNone;
   long armed_count = 0;
@@ -424,7 +444,9 @@ void Upload(std::shared_ptr<Conn> c) {
         case Toxic::kCloseHead: c->Close(); break;
         case Toxic::kBlackhole: break;
         case Toxic::kDown: c->proxy->down(300); break;
-        default: out.Push(head); break;
+        default:
+          out.Push(c->proxy->ignore_expect.load() ? WithoutHeader(head, "Expect") : head);
+          break;
       }
       if (c->dead.load()) break;
       if (toxic == Toxic::kCloseContinue && !c->expect) {
@@ -653,6 +675,10 @@ std::string Control(Proxy& proxy, Listener& listener, const std::string& line) {
     proxy.slow_close_ms = a;
     return "ok";
   }
+  if (verb == "ignore_expect" && (in >> a) && (a == 0 || a == 1)) {
+    proxy.ignore_expect = a == 1;
+    return "ok";
+  }
   if (verb == "down" && (in >> a) && a >= 0) {
     listener.Down(a);
     return "ok";
@@ -689,7 +715,7 @@ void ServeControl(int lfd, Proxy& proxy, Listener& listener) {
 int Usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s --to HOST:PORT --listen-port-file F [--control-port-file C]\n"
-               "          [--delay-ms MS] [--rate BYTES_PER_S] [--log FILE]\n",
+               "          [--delay-ms MS] [--rate BYTES_PER_S] [--ignore-expect] [--log FILE]\n",
                argv0);
   return 64;
 }
@@ -699,8 +725,13 @@ int Usage(const char* argv0) {
 int main(int argc, char** argv) {
   std::string port_file, control_file, to, log_path;
   long delay_ms = 0, rate = 0;
+  bool ignore_expect = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
+    if (a == "--ignore-expect") {
+      ignore_expect = true;
+      continue;
+    }
     if (i + 1 >= argc) return Usage(argv[0]);
     const char* v = argv[++i];
     if (a == "--listen-port-file") {
@@ -731,6 +762,7 @@ int main(int argc, char** argv) {
   }
   proxy.delay_ms = delay_ms;
   proxy.link.SetRate(static_cast<std::uint64_t>(rate));
+  proxy.ignore_expect = ignore_expect;
   if (!log_path.empty()) proxy.log.open(log_path, std::ios::app);
   static Listener listener(proxy);
   proxy.down = [](long ms) { listener.Down(ms); };
