@@ -154,9 +154,10 @@ if ((smoke)); then WAN_BIG_BYTES=$((8 * MiB)); else WAN_BIG_BYTES=$((512 * MiB))
 # wire are the file's. @ref LLP 0030#link-model
 LINK_RATE=25000000; LINK_DELAY_MS=50; LINK_WINDOW=2
 if ((smoke)); then
-  # 13i and 13j (the code paths of 13l and 13h) only when named.
-  LINK_ONE_BYTES=$MiB; LINK_BIG_BYTES=$((4 * MiB)); LINK_PART_BYTES=$((512 << 10))
-  LINK_EXPECT_CHUNKS=2; LINK_THREAD_PART_BYTES=$((256 << 10)); LINK_SLOW_DELAYS="10"
+  # 13i and 13j (the code paths of 13l and 13h) only when named; the limit starts at 1,
+  # so each chunk of 13k waits its 1 s alone: one chunk.
+  LINK_ONE_BYTES=$MiB; LINK_BIG_BYTES=$MiB; LINK_PART_BYTES=$((512 << 10))
+  LINK_EXPECT_CHUNKS=1; LINK_THREAD_PART_BYTES=$((64 << 10)); LINK_SLOW_DELAYS="10"
 else
   # 13g: 4 MB, ~0.16 s at the rate: the round trips decide it. 13h-13j: 200 MB, 8 s at
   # the rate. 13l: 16 partitions of 12.5 MB, the same 200 MB.
