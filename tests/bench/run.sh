@@ -49,7 +49,7 @@
 # partitions, --concurrency adaptive against --concurrency 1; --smoke runs 13 only.
 # Figures 13g-13l send through a modelled link instead: the fault proxy
 # (tests/net/fault_proxy.cc) with a round trip and one 25 MB/s upload cap shared by
-# every connection (LLP 0030#link-model); --smoke runs them on a few MiB.
+# every connection (LLP 0030#link-model); --smoke runs them on a MiB or less.
 set -euo pipefail
 
 readonly ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)
@@ -81,7 +81,7 @@ while (($#)); do
     --plot) plot_dir=$2; shift ;;
     --keep) keep=1 ;;
     --learned-only) learned_only=1 ;;
-    -h|--help) sed -n '2,53p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,52p' "$0"; exit 0 ;;
     *) echo "run.sh: unknown argument '$1' (see --help)" >&2; exit 64 ;;
   esac
   shift
