@@ -6,14 +6,17 @@
 // break a request in a named phase. @ref LLP 0014#fault-proxy
 //
 //   fwdsink-fault-proxy --to 127.0.0.1:PORT --listen-port-file F --control-port-file C
-//                       [--delay-ms MS] [--rate BYTES_PER_S] [--log FILE]
+//                       [--delay-ms MS] [--rate BYTES_PER_S] [--ignore-expect] [--log FILE]
 //
 // Listens on 127.0.0.1 (ephemeral ports written to F and C). Runs until killed or told
 // "quit". Link toxics apply to every connection:
 //   latency MS      every byte held MS in each direction (2 x MS of round trip)
-//   rate BPS        one upload bandwidth cap shared by every connection (0: none)
+//   rate BPS        one upload bandwidth cap shared by every connection (0: none); a
+//                   connection holds rate x latency + 256 KiB, so one alone fills the link
 //   slow_close MS   a connection the server closes is closed to the client MS later
 //   down MS         the listener closes and every connection is reset; back after MS
+//   ignore_expect 0|1  requests go to the server without their Expect header: a server
+//                   that ignores Expect, never says 100 Continue (--ignore-expect: 1)
 // Request toxics are armed for the next COUNT requests (after skipping AFTER of them),
 // counted across connections in the order their heads arrive:
 //   arm TOXIC [COUNT [AFTER]]
@@ -68,7 +71,9 @@ using Clock = std::chrono::steady_clock;
 using std::chrono::milliseconds;
 
 constexpr std::size_t kMaxHead = 64 * 1024;
-constexpr std::size_t kQueueCap = 256 * 1024;  // bytes held per direction before reading stops
+// Bytes held per direction before reading stops, beyond what the link carries in one
+// delay (rate x delay, upload only): so that one connection can fill the link.
+constexpr std::size_t kQueueCap = 256 * 1024;
 
 enum class Toxic {
   kNone,
@@ -121,8 +126,24 @@ std::string HeaderValue(std::string_view head, std::string_view name) {
   return "";
 }
 
-// One upload bandwidth cap shared by every connection: a token bucket of one 16 KiB
-// piece. Any thread.
+// `head` without its `name` header lines.
+std::string WithoutHeader(std::string_view head, std::string_view name) {
+  std::string out;
+  std::size_t at = 0;
+  while (at < head.size()) {
+    std::size_t end = head.find("\r\n", at);
+    end = end == std::string_view::npos ? head.size() : end + 2;
+    const std::string_view line = head.substr(at, end - at);
+    const std::size_t colon = line.find(':');
+    if (at == 0 || colon == std::string_view::npos || !IEquals(line.substr(0, colon), name)) {
+      out.append(line);
+    }
+    at = end;
+  }
+  return out;
+}
+
+// One upload bandwidth cap shared by every connection: a token bucket. Any thread.
 class Link {
  public:
   void SetRate(std::uint64_t bytes_per_s) {
@@ -131,24 +152,34 @@ class Link {
     tokens_ = 0;
     last_ = Clock::now();
   }
-  // Waits until `n` bytes may go.
-  void Take(std::size_t n) {
+  std::uint64_t Rate() {
+    std::lock_guard lock(mu_);
+    return rate_;
+  }
+  // Waits until `n` bytes may go. The bucket is one 16 KiB piece (or 1 ms of the rate)
+  // deep for a writer that was idle, so the link does not burst after a pause, and 50 ms
+  // deep for one with bytes waiting (`backlogged`, and always after a wait here): a writer
+  // that a busy host scheduled late then sends what the link would have carried meanwhile,
+  // and the link keeps its rate.
+  void Take(std::size_t n, bool backlogged) {
     std::unique_lock lock(mu_);
     for (;;) {
       if (rate_ == 0) return;
       const auto now = Clock::now();
-      tokens_ = std::min<double>(
-          tokens_ + std::chrono::duration<double>(now - last_).count() * static_cast<double>(rate_),
-          16.0 * 1024);
+      const auto rate = static_cast<double>(rate_);
+      const double depth = std::max(16.0 * 1024, rate / (backlogged ? 20 : 1000));
+      tokens_ =
+          std::min(tokens_ + std::chrono::duration<double>(now - last_).count() * rate, depth);
       last_ = now;
-      if (tokens_ >= static_cast<double>(n) || (n > 16 * 1024 && tokens_ >= 16.0 * 1024)) {
+      if (tokens_ >= std::min(static_cast<double>(n), depth)) {
         tokens_ -= static_cast<double>(n);
         return;
       }
       const double need = static_cast<double>(n) - tokens_;
       lock.unlock();
-      std::this_thread::sleep_for(std::chrono::duration<double>(need / static_cast<double>(rate_)));
+      std::this_thread::sleep_for(std::chrono::duration<double>(need / rate));
       lock.lock();
+      backlogged = true;
     }
   }
 
@@ -200,6 +231,7 @@ struct Proxy {
   Link link;
   std::atomic<long> delay_ms{0};
   std::atomic<long> slow_close_ms{0};
+  std::atomic<bool> ignore_expect{false};
   std::mutex mu;  // guards everything below
   Toxic armed = Toxic::kNone;
   long armed_count = 0;
@@ -249,10 +281,11 @@ class Delivery {
     Finish();
     writer_.join();
   }
-  // Queues bytes (blocks while kQueueCap bytes wait); false once the far side is gone.
+  // Queues bytes (blocks while Cap() bytes wait); false once the far side is gone.
   bool Push(std::string bytes) {
+    const std::size_t cap = Cap();
     std::unique_lock lock(mu_);
-    room_.wait(lock, [&] { return held_ < kQueueCap || broken_; });
+    room_.wait(lock, [&] { return held_ < cap || broken_; });
     if (broken_) return false;
     held_ += bytes.size();
     queue_.push_back(
@@ -276,6 +309,12 @@ class Delivery {
   }
 
  private:
+  // kQueueCap, and upload the bytes the link carries in one delay.
+  std::size_t Cap() const {
+    if (!upload_) return kQueueCap;
+    const auto delay_ms = static_cast<std::uint64_t>(std::max(0L, conn_->proxy->delay_ms.load()));
+    return kQueueCap + static_cast<std::size_t>(conn_->proxy->link.Rate() * delay_ms / 1000);
+  }
   struct Piece {
     Clock::time_point due;
     std::string bytes;
@@ -284,11 +323,14 @@ class Delivery {
   void Write() {
     for (;;) {
       Piece p;
+      bool backlogged = false;  // the piece was due and waiting when this writer came back
       {
         std::unique_lock lock(mu_);
+        backlogged = !queue_.empty();
         ready_.wait(lock, [&] { return !queue_.empty(); });
         p = std::move(queue_.front());
       }
+      backlogged = backlogged && p.due <= Clock::now();
       std::this_thread::sleep_until(p.due);
       bool ok = true;
       if (p.fin) {
@@ -297,7 +339,7 @@ class Delivery {
         std::size_t off = 0;
         while (ok && off < p.bytes.size()) {
           const std::size_t n = std::min<std::size_t>(p.bytes.size() - off, 16 * 1024);
-          if (upload_) conn_->proxy->link.Take(n);
+          if (upload_) conn_->proxy->link.Take(n, backlogged || off > 0);
           const ssize_t put = ::send(to_, p.bytes.data() + off, n, MSG_NOSIGNAL);
           ok = put > 0;
           if (ok) off += static_cast<std::size_t>(put);
@@ -402,7 +444,9 @@ void Upload(std::shared_ptr<Conn> c) {
         case Toxic::kCloseHead: c->Close(); break;
         case Toxic::kBlackhole: break;
         case Toxic::kDown: c->proxy->down(300); break;
-        default: out.Push(head); break;
+        default:
+          out.Push(c->proxy->ignore_expect.load() ? WithoutHeader(head, "Expect") : head);
+          break;
       }
       if (c->dead.load()) break;
       if (toxic == Toxic::kCloseContinue && !c->expect) {
@@ -631,6 +675,10 @@ std::string Control(Proxy& proxy, Listener& listener, const std::string& line) {
     proxy.slow_close_ms = a;
     return "ok";
   }
+  if (verb == "ignore_expect" && (in >> a) && (a == 0 || a == 1)) {
+    proxy.ignore_expect = a == 1;
+    return "ok";
+  }
   if (verb == "down" && (in >> a) && a >= 0) {
     listener.Down(a);
     return "ok";
@@ -667,7 +715,7 @@ void ServeControl(int lfd, Proxy& proxy, Listener& listener) {
 int Usage(const char* argv0) {
   std::fprintf(stderr,
                "usage: %s --to HOST:PORT --listen-port-file F [--control-port-file C]\n"
-               "          [--delay-ms MS] [--rate BYTES_PER_S] [--log FILE]\n",
+               "          [--delay-ms MS] [--rate BYTES_PER_S] [--ignore-expect] [--log FILE]\n",
                argv0);
   return 64;
 }
@@ -677,8 +725,13 @@ int Usage(const char* argv0) {
 int main(int argc, char** argv) {
   std::string port_file, control_file, to, log_path;
   long delay_ms = 0, rate = 0;
+  bool ignore_expect = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
+    if (a == "--ignore-expect") {
+      ignore_expect = true;
+      continue;
+    }
     if (i + 1 >= argc) return Usage(argv[0]);
     const char* v = argv[++i];
     if (a == "--listen-port-file") {
@@ -709,6 +762,7 @@ int main(int argc, char** argv) {
   }
   proxy.delay_ms = delay_ms;
   proxy.link.SetRate(static_cast<std::uint64_t>(rate));
+  proxy.ignore_expect = ignore_expect;
   if (!log_path.empty()) proxy.log.open(log_path, std::ios::app);
   static Listener listener(proxy);
   proxy.down = [](long ms) { listener.Down(ms); };
