@@ -54,10 +54,6 @@ std::vector<std::string> Forward(const fs::path& spool, const std::string& url,
   return args;
 }
 
-std::string Url(const CentralProcess& c) {
-  return "http://127.0.0.1:" + std::to_string(c.port()) + "/ingest";
-}
-
 std::size_t Entries(const fs::path& dir) {
   std::error_code ec;
   if (!fs::exists(dir, ec)) return 0;

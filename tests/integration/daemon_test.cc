@@ -55,10 +55,6 @@ int RunDaemon(const fs::path& dir, std::vector<std::string> args, std::string* o
   return code.value_or(-1);
 }
 
-std::string Url(const CentralProcess& c) {
-  return "http://127.0.0.1:" + std::to_string(c.port()) + "/ingest";
-}
-
 std::size_t CountReady(const fs::path& spool) {
   std::size_t n = 0;
   for (const auto& e : fs::directory_iterator(spool / "ready")) {

@@ -56,10 +56,6 @@ std::size_t EventCount(const std::string& log, const std::string& event) {
   return Count(log, "\"event\":\"" + event + "\"");
 }
 
-std::string Url(const CentralProcess& c) {
-  return "http://127.0.0.1:" + std::to_string(c.port()) + "/ingest";
-}
-
 std::size_t Entries(const fs::path& dir) {
   std::error_code ec;
   if (!fs::exists(dir, ec)) return 0;

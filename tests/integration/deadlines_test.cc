@@ -57,10 +57,6 @@ std::size_t EventCount(const std::string& log, const std::string& event) {
   return Count(log, "\"event\":\"" + event + "\"");
 }
 
-std::string Url(const CentralProcess& c) {
-  return "http://127.0.0.1:" + std::to_string(c.port()) + "/ingest";
-}
-
 }  // namespace
 
 // A server that drips its headers, or reads the body at a crawl, must not hold the

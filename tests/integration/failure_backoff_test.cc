@@ -58,10 +58,6 @@ std::size_t EventCount(const std::string& log, const std::string& event) {
   return Count(log, "\"event\":\"" + event + "\"");
 }
 
-std::string Url(const CentralProcess& c) {
-  return "http://127.0.0.1:" + std::to_string(c.port()) + "/ingest";
-}
-
 // The times (ms, from each line's "ts") of the log lines whose event is `event`.
 std::vector<long long> EventTimesMs(const std::string& log, const std::string& event) {
   std::vector<long long> out;

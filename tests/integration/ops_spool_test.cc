@@ -49,10 +49,6 @@ bool WaitFor(Pred done, std::chrono::milliseconds timeout = kWait) {
   return done();
 }
 
-std::string Url(const CentralProcess& c) {
-  return "http://127.0.0.1:" + std::to_string(c.port()) + "/ingest";
-}
-
 // Seals one partition of `rows` small rows through SpoolWriter; returns its name.
 std::string SealRows(const fs::path& spool, int rows, int tag) {
   auto w = fwdsink::SpoolWriter::Open(spool);

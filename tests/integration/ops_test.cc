@@ -73,10 +73,6 @@ bool WaitFor(Pred done, std::chrono::milliseconds timeout = kWait) {
   return done();
 }
 
-std::string Url(const CentralProcess& c) {
-  return "http://127.0.0.1:" + std::to_string(c.port()) + "/ingest";
-}
-
 std::string SealRows(const fs::path& spool, int rows, int tag) {
   auto w = fwdsink::SpoolWriter::Open(spool);
   REQUIRE(w.ok());

@@ -53,10 +53,6 @@ Run RunDaemon(const fs::path& dir, std::vector<std::string> args,
   return r;
 }
 
-std::string Url(const CentralProcess& c) {
-  return "http://127.0.0.1:" + std::to_string(c.port()) + "/ingest";
-}
-
 std::uint64_t Generate(const fs::path& dir, const fs::path& spool, const std::string& bytes,
                        const std::string& partitions) {
   const Run r = RunDaemon(dir, {"generate", "--spool", spool.string(), "--bytes", bytes,

@@ -35,10 +35,6 @@ fs::path MakeSpool(const fs::path& dir) {
   return spool;
 }
 
-std::string Url(const CentralProcess& c) {
-  return "http://127.0.0.1:" + std::to_string(c.port()) + "/ingest";
-}
-
 std::vector<std::string> Forward(const fs::path& spool, const std::string& url,
                                  std::vector<std::string> extra) {
   std::vector<std::string> args = {"forward", "--spool", spool.string(),
