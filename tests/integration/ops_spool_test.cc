@@ -21,6 +21,7 @@
 #include "fwdsink/spool_writer.h"
 #include "support/central_process.h"
 #include "support/daemon_process.h"
+#include "support/daemon_spool.h"
 #include "support/metrics_client.h"
 #include "support/test_files.h"
 
@@ -29,10 +30,12 @@ namespace {
 namespace fs = std::filesystem;
 using fwdsink::test::CentralProcess;
 using fwdsink::test::DaemonProcess;
+using fwdsink::test::DeadRowFiles;
 using fwdsink::test::Get;
 using fwdsink::test::Got;
 using fwdsink::test::MetricsAddress;
 using fwdsink::test::ReadFile;
+using fwdsink::test::SealRows;
 using fwdsink::test::WriteFile;
 using namespace std::chrono_literals;
 
@@ -47,30 +50,6 @@ bool WaitFor(Pred done, std::chrono::milliseconds timeout = kWait) {
     std::this_thread::sleep_for(10ms);
   }
   return done();
-}
-
-// Seals one partition of `rows` small rows through SpoolWriter; returns its name.
-std::string SealRows(const fs::path& spool, int rows, int tag) {
-  auto w = fwdsink::SpoolWriter::Open(spool);
-  REQUIRE(w.ok());
-  for (int i = 0; i < rows; ++i) {
-    REQUIRE(
-        w->Append("{\"tag\":" + std::to_string(tag) + ",\"i\":" + std::to_string(i) + "}").ok());
-  }
-  auto sealed = w->Seal();
-  REQUIRE(sealed.ok());
-  REQUIRE(sealed->has_value());
-  return **sealed;
-}
-
-// The rows files of the dead letters in SPOOL/dead, sorted.
-std::vector<fs::path> DeadRowFiles(const fs::path& spool) {
-  std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(spool / "dead")) {
-    if (e.path().extension() == ".ndjson") files.push_back(e.path());
-  }
-  std::sort(files.begin(), files.end());
-  return files;
 }
 
 using Tree = std::map<std::string, std::string>;

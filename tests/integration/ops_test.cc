@@ -24,9 +24,9 @@
 
 #include "fwdsink/spool.h"
 #include "fwdsink/spool_stats.h"
-#include "fwdsink/spool_writer.h"
 #include "support/central_process.h"
 #include "support/daemon_process.h"
+#include "support/daemon_spool.h"
 #include "support/metrics_client.h"
 #include "support/test_files.h"
 
@@ -38,6 +38,7 @@ using fwdsink::test::DaemonProcess;
 using fwdsink::test::Get;
 using fwdsink::test::Got;
 using fwdsink::test::MetricsAddress;
+using fwdsink::test::SealRows;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
@@ -71,19 +72,6 @@ bool WaitFor(Pred done, std::chrono::milliseconds timeout = kWait) {
     std::this_thread::sleep_for(10ms);
   }
   return done();
-}
-
-std::string SealRows(const fs::path& spool, int rows, int tag) {
-  auto w = fwdsink::SpoolWriter::Open(spool);
-  REQUIRE(w.ok());
-  for (int i = 0; i < rows; ++i) {
-    REQUIRE(
-        w->Append("{\"tag\":" + std::to_string(tag) + ",\"i\":" + std::to_string(i) + "}").ok());
-  }
-  auto sealed = w->Seal();
-  REQUIRE(sealed.ok());
-  REQUIRE(sealed->has_value());
-  return **sealed;
 }
 
 std::uint64_t ReadyCount(const fs::path& spool) {

@@ -52,13 +52,27 @@ inline std::vector<std::string> ReadLines(const std::filesystem::path& path) {
   return lines;
 }
 
-// Returns the rows of every dead letter's .ndjson file in `dead` (a spool's dead/), in
-// directory order.
+// Returns the .ndjson files directly in `dir`, sorted by name.
+inline std::vector<std::filesystem::path> RowsFiles(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() == ".ndjson") files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// Returns the rows files of the dead letters in SPOOL/dead, sorted by name.
+inline std::vector<std::filesystem::path> DeadRowFiles(const std::filesystem::path& spool) {
+  return RowsFiles(spool / "dead");
+}
+
+// Returns the rows of every dead letter's .ndjson file in `dead` (a spool's dead/), the
+// files in name order.
 inline std::vector<std::string> DeadRows(const std::filesystem::path& dead) {
   std::vector<std::string> rows;
-  for (const auto& e : std::filesystem::directory_iterator(dead)) {
-    if (e.path().extension() != ".ndjson") continue;
-    for (auto& r : ReadLines(e.path())) rows.push_back(std::move(r));
+  for (const auto& f : RowsFiles(dead)) {
+    for (auto& r : ReadLines(f)) rows.push_back(std::move(r));
   }
   return rows;
 }
