@@ -22,6 +22,7 @@
 #include "support/central_process.h"
 #include "support/daemon_process.h"
 #include "support/daemon_spool.h"
+#include "support/it_support.h"
 #include "support/metrics_client.h"
 #include "support/test_files.h"
 
@@ -42,14 +43,10 @@ using namespace std::chrono_literals;
 constexpr auto kWait = 20s;         // a --once pass, or any condition polled for
 constexpr auto kStopDeadline = 5s;  // SIGTERM to exit
 
+// Polls `done` every 10 ms until it holds or `timeout` passes.
 template <typename Pred>
 bool WaitFor(Pred done, std::chrono::milliseconds timeout = kWait) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return done();
+  return fwdsink::test::WaitFor(done, timeout, 10ms);
 }
 
 using Tree = std::map<std::string, std::string>;

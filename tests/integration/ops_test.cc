@@ -27,6 +27,7 @@
 #include "support/central_process.h"
 #include "support/daemon_process.h"
 #include "support/daemon_spool.h"
+#include "support/it_support.h"
 #include "support/metrics_client.h"
 #include "support/test_files.h"
 
@@ -64,14 +65,10 @@ out["#unlabelled"] = len([e for e in endpoints if e is None])
 print(json.dumps(out))
 )PY";
 
+// Polls `done` every 10 ms until it holds or `timeout` passes.
 template <typename Pred>
 bool WaitFor(Pred done, std::chrono::milliseconds timeout = kWait) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return done();
+  return fwdsink::test::WaitFor(done, timeout, 10ms);
 }
 
 std::uint64_t ReadyCount(const fs::path& spool) {

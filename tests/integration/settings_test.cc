@@ -25,6 +25,7 @@
 #include "support/daemon_log.h"
 #include "support/daemon_process.h"
 #include "support/daemon_spool.h"
+#include "support/it_support.h"
 
 namespace {
 
@@ -84,15 +85,10 @@ std::vector<nlohmann::json> JsonLines(const std::string& text) {
   return lines;
 }
 
-// Waits (bounded) until `pred` holds.
+// Waits (bounded) until `pred` holds, looking every kPoll.
 template <class Pred>
 bool WaitFor(Pred pred, std::chrono::milliseconds timeout = kRunTimeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(kPoll);
-  }
-  return true;
+  return fwdsink::test::WaitFor(pred, timeout, kPoll);
 }
 
 }  // namespace
