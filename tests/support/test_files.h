@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // File helpers shared by the tests that work on real folders (spool, dead letters, spool
-// writer, chunker, forward sink, driver, the daemon): a fresh scratch folder per test and
-// whole-file reads and writes.
+// writer, chunker, forward sink, driver, the daemon): a fresh scratch folder per test,
+// whole-file reads and writes, and the rows a spool's ready/ or dead/ holds.
 //
 //   const fs::path dir = FreshDir("spool_test", "open");  // FWDSINK_TEST_TMP/spool_test/open
 //   WriteFile(dir / "a.ndjson", "{}\n");
@@ -67,14 +67,22 @@ inline std::vector<std::filesystem::path> DeadRowFiles(const std::filesystem::pa
   return RowsFiles(spool / "dead");
 }
 
-// Returns the rows of every dead letter's .ndjson file in `dead` (a spool's dead/), the
-// files in name order.
-inline std::vector<std::string> DeadRows(const std::filesystem::path& dead) {
+// Returns the rows of every .ndjson file directly in `dir`, the files in name order.
+inline std::vector<std::string> RowsIn(const std::filesystem::path& dir) {
   std::vector<std::string> rows;
-  for (const auto& f : RowsFiles(dead)) {
+  for (const auto& f : RowsFiles(dir)) {
     for (auto& r : ReadLines(f)) rows.push_back(std::move(r));
   }
   return rows;
+}
+
+// Returns the rows of every dead letter's .ndjson file in `dead` (a spool's dead/), the
+// files in name order.
+inline std::vector<std::string> DeadRows(const std::filesystem::path& dead) { return RowsIn(dead); }
+
+// Returns every row sealed in SPOOL/ready, the partitions in name order.
+inline std::vector<std::string> ReadyRows(const std::filesystem::path& spool) {
+  return RowsIn(spool / "ready");
 }
 
 // Returns the names of the entries directly in `dir`, sorted, so that tests can compare
