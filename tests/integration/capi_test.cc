@@ -55,10 +55,6 @@ Ran RunC(const std::filesystem::path& dir, std::vector<std::string> args) {
   return ran;
 }
 
-std::string Url(const CentralProcess& c) {
-  return "http://127.0.0.1:" + std::to_string(c.port()) + "/ingest";
-}
-
 // The seq numbers of the stored rows written by capi_test, with their counts.
 std::map<int, int> Seqs(const CentralProcess& c) {
   std::map<int, int> seqs;

@@ -31,6 +31,7 @@
 #include "fwdsink/spool_writer.h"
 #include "support/clickhouse_process.h"
 #include "support/daemon_process.h"
+#include "support/ports.h"
 #include "support/test_files.h"
 
 namespace {
@@ -39,6 +40,7 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 using fwdsink::test::ClickHouseProcess;
 using fwdsink::test::DaemonProcess;
+using fwdsink::test::ListenOnLoopback;
 using fwdsink::test::ZooKeeperProcess;
 
 constexpr std::string_view kSuite = "cluster";
@@ -242,14 +244,7 @@ class AckDropProxy {
     listen_ = ::socket(AF_INET, SOCK_STREAM, 0);
     const int on = 1;
     ::setsockopt(listen_, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof a;
-    ::bind(listen_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    ::listen(listen_, 16);
-    ::getsockname(listen_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
+    port_ = ListenOnLoopback(listen_, 16);
     accept_ = std::thread([this] { Accept(); });
   }
   ~AckDropProxy() {

@@ -29,6 +29,7 @@
 #include "support/central_process.h"
 #include "support/daemon_process.h"
 #include "support/it_support.h"
+#include "support/request_log.h"
 #include "support/test_files.h"
 
 namespace {
@@ -37,6 +38,8 @@ namespace fs = std::filesystem;
 using fwdsink::test::CentralProcess;
 using fwdsink::test::DaemonProcess;
 using fwdsink::test::ReadLines;
+using fwdsink::test::ReadyRows;
+using fwdsink::test::SettledLogSize;
 using fwdsink::test::WaitFor;
 using namespace std::chrono_literals;
 
@@ -55,17 +58,6 @@ constexpr std::size_t kAcceptedBeforeKill[] = {2, 5, 3, 7};
 constexpr int kFinalRuns = 5;  // --once passes allowed to finish the job
 constexpr auto kRunTimeout = 30s;
 constexpr auto kEventTimeout = 20s;  // the longest a run may take to reach its kill event
-
-// Every row currently sealed in spool/ready, in no particular order.
-std::vector<std::string> ReadyRows(const fs::path& spool) {
-  std::vector<std::string> rows;
-  for (const auto& e : fs::directory_iterator(spool / "ready")) {
-    if (e.path().extension() != ".ndjson") continue;
-    auto part = ReadLines(e.path());
-    rows.insert(rows.end(), part.begin(), part.end());
-  }
-  return rows;
-}
 
 // Chunk bytes the receiver got again under a key it had already accepted.
 std::uint64_t DuplicateBytes(const CentralProcess& central) {
@@ -113,20 +105,6 @@ KeyRange ParseKey(const std::string& key) {
   REQUIRE(dash > colon);
   return {key.substr(0, colon), std::stoull(key.substr(colon + 1, dash - colon - 1)),
           std::stoull(key.substr(dash + 1))};
-}
-
-// Waits until the receiver has decided every POST that reached it (a killed daemon's
-// last request is decided as incomplete once its socket closes) and returns the
-// length of its request log: the boundary between one run's requests and the next's.
-std::size_t SettledLogSize(const CentralProcess& central) {
-  std::size_t n = 0;
-  const bool settled = WaitFor([&] {
-    n = central.request_log().size();  // first the log, then the count of arrivals
-    const auto stats = central.Stats();
-    return stats.is_object() && stats["requests"] == n;
-  });
-  REQUIRE(settled);
-  return n;
 }
 
 // The chunks re-sent as duplicates by the run whose requests are log[from, to), per

@@ -17,9 +17,10 @@
 #include <vector>
 
 #include "fwdsink/spool_stats.h"
-#include "fwdsink/spool_writer.h"
 #include "support/central_process.h"
+#include "support/daemon_log.h"
 #include "support/daemon_process.h"
+#include "support/daemon_spool.h"
 #include "support/it_support.h"
 #include "support/scripted_server.h"
 #include "support/test_files.h"
@@ -28,76 +29,21 @@ namespace {
 
 namespace fs = std::filesystem;
 using fwdsink::test::CentralProcess;
+using fwdsink::test::Count;
 using fwdsink::test::DaemonProcess;
+using fwdsink::test::Entries;
+using fwdsink::test::Event;
+using fwdsink::test::Forward;
+using fwdsink::test::MakeSpool;
+using fwdsink::test::Once;
 using fwdsink::test::ReadFile;
+using fwdsink::test::SealRows;
 using fwdsink::test::WriteFile;
 using fwdsink::test::WriteRows;
 using fwdsink_test::ScriptedServer;
 using namespace std::chrono_literals;
 
 constexpr auto kRunTimeout = 20s;
-constexpr auto kWait = 20s;  // a --once pass, or any condition polled for
-
-// A spool with its folders, under a fresh scratch dir.
-fs::path MakeSpool(const fs::path& dir) {
-  const fs::path spool = dir / "spool";
-  for (const char* sub : {"ready", "state", "dead", "incoming"})
-    fs::create_directories(spool / sub);
-  return spool;
-}
-
-std::vector<std::string> Forward(const fs::path& spool, const std::string& url,
-                                 std::vector<std::string> extra) {
-  std::vector<std::string> args = {"forward", "--spool", spool.string(),
-                                   "--url",   url,       "--log-json"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return args;
-}
-
-std::string Url(const CentralProcess& c) {
-  return "http://127.0.0.1:" + std::to_string(c.port()) + "/ingest";
-}
-
-std::size_t Entries(const fs::path& dir) {
-  std::error_code ec;
-  if (!fs::exists(dir, ec)) return 0;
-  return static_cast<std::size_t>(std::distance(fs::directory_iterator(dir), {}));
-}
-
-std::size_t Count(const std::string& text, std::string_view needle) {
-  std::size_t n = 0;
-  for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
-  return n;
-}
-
-std::string Event(std::string_view name) { return "\"event\":\"" + std::string(name) + "\""; }
-
-// Seals one partition of `rows` small rows through SpoolWriter; returns its name.
-std::string SealRows(const fs::path& spool, int rows, int tag) {
-  auto w = fwdsink::SpoolWriter::Open(spool);
-  REQUIRE(w.ok());
-  for (int i = 0; i < rows; ++i) {
-    REQUIRE(
-        w->Append("{\"tag\":" + std::to_string(tag) + ",\"i\":" + std::to_string(i) + "}").ok());
-  }
-  auto sealed = w->Seal();
-  REQUIRE(sealed.ok());
-  REQUIRE(sealed->has_value());
-  return **sealed;
-}
-
-// One `fwdsink forward --once` pass with the log at debug level; returns its exit code
-// (-1 if it did not finish) and keeps what it wrote in `log`.
-int Once(const fs::path& dir, const std::string& tag, const fs::path& spool, const std::string& url,
-         std::vector<std::string> extra, std::string* log) {
-  std::vector<std::string> args = {"forward", "--once",     "--spool",     spool.string(), "--url",
-                                   url,       "--log-json", "--log-level", "debug"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  DaemonProcess d(dir, tag, args);
-  const auto code = d.Wait(kWait);
-  *log = d.out() + d.err();
-  return code.value_or(-1);
-}
 
 std::string Base64(std::string_view in) {
   static constexpr char kAlphabet[] =

@@ -20,11 +20,12 @@
 
 #include "fwdsink/spool.h"
 #include "fwdsink/spool_stats.h"
-#include "fwdsink/spool_writer.h"
 #include "fwdsink/telemetry.h"
 #include "fwdsink/version.h"
 #include "support/central_process.h"
+#include "support/daemon_log.h"
 #include "support/daemon_process.h"
+#include "support/daemon_spool.h"
 #include "support/scripted_server.h"
 #include "support/test_files.h"
 
@@ -32,8 +33,13 @@ namespace {
 
 namespace fs = std::filesystem;
 using fwdsink::test::CentralProcess;
+using fwdsink::test::Count;
+using fwdsink::test::CountReady;
 using fwdsink::test::DaemonProcess;
+using fwdsink::test::Event;
+using fwdsink::test::Once;
 using fwdsink::test::ReadFile;
+using fwdsink::test::SealRows;
 using fwdsink_test::ScriptedServer;
 using namespace std::chrono_literals;
 
@@ -53,29 +59,6 @@ int RunDaemon(const fs::path& dir, std::vector<std::string> args, std::string* o
   if (out) *out = d.out();
   if (err) *err = d.err();
   return code.value_or(-1);
-}
-
-std::string Url(const CentralProcess& c) {
-  return "http://127.0.0.1:" + std::to_string(c.port()) + "/ingest";
-}
-
-std::size_t CountReady(const fs::path& spool) {
-  std::size_t n = 0;
-  for (const auto& e : fs::directory_iterator(spool / "ready")) {
-    if (e.path().extension() == ".ndjson") ++n;
-  }
-  return n;
-}
-
-// Writes `rows` (good JSON unless told otherwise) into one sealed partition.
-std::string SealRows(const fs::path& spool, const std::vector<std::string>& rows) {
-  auto w = fwdsink::SpoolWriter::Open(spool);
-  REQUIRE(w.ok());
-  for (const auto& r : rows) REQUIRE(w->Append(r).ok());
-  auto sealed = w->Seal();
-  REQUIRE(sealed.ok());
-  REQUIRE(sealed->has_value());
-  return **sealed;
 }
 
 std::uint64_t Generate(const fs::path& dir, const fs::path& spool, const std::string& bytes,
@@ -136,41 +119,6 @@ std::vector<nlohmann::ordered_json> ForwardOnceLog(const fs::path& dir, const fs
     CHECK(Keys(j)[2] == "event");
   }
   return lines;
-}
-
-std::size_t Count(const std::string& text, std::string_view needle) {
-  std::size_t n = 0;
-  for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
-  return n;
-}
-
-std::string Event(std::string_view name) { return "\"event\":\"" + std::string(name) + "\""; }
-
-// Seals one partition of `rows` small rows through SpoolWriter; returns its name.
-std::string SealRows(const fs::path& spool, int rows, int tag) {
-  auto w = fwdsink::SpoolWriter::Open(spool);
-  REQUIRE(w.ok());
-  for (int i = 0; i < rows; ++i) {
-    REQUIRE(
-        w->Append("{\"tag\":" + std::to_string(tag) + ",\"i\":" + std::to_string(i) + "}").ok());
-  }
-  auto sealed = w->Seal();
-  REQUIRE(sealed.ok());
-  REQUIRE(sealed->has_value());
-  return **sealed;
-}
-
-// One `fwdsink forward --once` pass with the log at debug level; returns its exit code
-// (-1 if it did not finish) and keeps what it wrote in `log`.
-int Once(const fs::path& dir, const std::string& tag, const fs::path& spool, const std::string& url,
-         std::vector<std::string> extra, std::string* log) {
-  std::vector<std::string> args = {"forward", "--once",     "--spool",     spool.string(), "--url",
-                                   url,       "--log-json", "--log-level", "debug"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  DaemonProcess d(dir, tag, args);
-  const auto code = d.Wait(kWait);
-  *log = d.out() + d.err();
-  return code.value_or(-1);
 }
 
 }  // namespace

@@ -5,7 +5,6 @@
 // once the whole lines before it are sent. @ref LLP 0023#request-level-refusals
 #include <doctest/doctest.h>
 
-#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <optional>
@@ -14,7 +13,9 @@
 
 #include "fwdsink/spool_stats.h"
 #include "support/central_process.h"
+#include "support/daemon_log.h"
 #include "support/daemon_process.h"
+#include "support/daemon_spool.h"
 #include "support/it_support.h"
 #include "support/test_files.h"
 
@@ -22,7 +23,14 @@ namespace {
 
 namespace fs = std::filesystem;
 using fwdsink::test::CentralProcess;
+using fwdsink::test::Count;
 using fwdsink::test::DaemonProcess;
+using fwdsink::test::Entries;
+using fwdsink::test::Event;
+using fwdsink::test::EventCount;
+using fwdsink::test::Forward;
+using fwdsink::test::MakeSpool;
+using fwdsink::test::Once;
 using fwdsink::test::WriteFile;
 using fwdsink::test::WriteRows;
 using namespace std::chrono_literals;
@@ -30,74 +38,9 @@ using namespace std::chrono_literals;
 constexpr auto kRunTimeout = 20s;
 constexpr auto kWait = 20s;  // a --once pass, or any condition polled for
 
-// A spool with its folders, under a fresh scratch dir.
-fs::path MakeSpool(const fs::path& dir) {
-  const fs::path spool = dir / "spool";
-  for (const char* sub : {"ready", "state", "dead", "incoming"})
-    fs::create_directories(spool / sub);
-  return spool;
-}
-
-std::vector<std::string> Forward(const fs::path& spool, const std::string& url,
-                                 std::vector<std::string> extra) {
-  std::vector<std::string> args = {"forward", "--spool", spool.string(),
-                                   "--url",   url,       "--log-json"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return args;
-}
-
-std::size_t Count(const std::string& text, std::string_view needle) {
-  std::size_t n = 0;
-  for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
-  return n;
-}
-
-std::size_t EventCount(const std::string& log, const std::string& event) {
-  return Count(log, "\"event\":\"" + event + "\"");
-}
-
-std::string Url(const CentralProcess& c) {
-  return "http://127.0.0.1:" + std::to_string(c.port()) + "/ingest";
-}
-
-std::size_t Entries(const fs::path& dir) {
-  std::error_code ec;
-  if (!fs::exists(dir, ec)) return 0;
-  return static_cast<std::size_t>(std::distance(fs::directory_iterator(dir), {}));
-}
-
-std::string Event(std::string_view name) { return "\"event\":\"" + std::string(name) + "\""; }
-
-// One `fwdsink forward --once` pass with the log at debug level; returns its exit code
-// (-1 if it did not finish) and keeps what it wrote in `log`.
-int Once(const fs::path& dir, const std::string& tag, const fs::path& spool, const std::string& url,
-         std::vector<std::string> extra, std::string* log) {
-  std::vector<std::string> args = {"forward", "--once",     "--spool",     spool.string(), "--url",
-                                   url,       "--log-json", "--log-level", "debug"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  DaemonProcess d(dir, tag, args);
-  const auto code = d.Wait(kWait);
-  *log = d.out() + d.err();
-  return code.value_or(-1);
-}
-
-// The rows files of the dead letters in SPOOL/dead, sorted.
-std::vector<fs::path> DeadRowFiles(const fs::path& spool) {
-  std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(spool / "dead")) {
-    if (e.path().extension() == ".ndjson") files.push_back(e.path());
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
-// The rows of every dead letter's rows file (whole files).
+// The rows of every dead letter in SPOOL/dead, the files in name order.
 std::vector<std::string> DeadRows(const fs::path& spool) {
-  std::vector<std::string> rows;
-  for (const auto& f : DeadRowFiles(spool)) {
-    for (auto& r : fwdsink::test::ReadLines(f)) rows.push_back(std::move(r));
-  }
-  return rows;
+  return fwdsink::test::DeadRows(spool / "dead");
 }
 
 }  // namespace

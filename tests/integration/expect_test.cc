@@ -25,6 +25,7 @@
 #include "fwdsink/transport.h"
 #include "support/central_process.h"
 #include "support/it_support.h"
+#include "support/ports.h"
 #include "support/raw_server.h"
 #include "support/test_files.h"
 
@@ -35,6 +36,7 @@ using fwdsink::HttpTransport;
 using fwdsink::TransportError;
 using fwdsink::TransportOptions;
 using fwdsink::test::CentralProcess;
+using fwdsink::test::ListenOnLoopback;
 using Clock = std::chrono::steady_clock;
 using fwdsink::test::HasExpect;
 using fwdsink::test::kOk;
@@ -205,14 +207,7 @@ class RawTlsServer {
     REQUIRE(SSL_CTX_use_certificate_file(ctx_, crt.c_str(), SSL_FILETYPE_PEM) == 1);
     REQUIRE(SSL_CTX_use_PrivateKey_file(ctx_, key.c_str(), SSL_FILETYPE_PEM) == 1);
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    ::listen(fd_, 4);
-    socklen_t len = sizeof a;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
+    port_ = ListenOnLoopback(fd_, 4);
     thread_ = std::thread([this] { Serve(); });
   }
   ~RawTlsServer() {

@@ -17,7 +17,9 @@
 
 #include "fwdsink/concurrency.h"
 #include "support/central_process.h"
+#include "support/daemon_log.h"
 #include "support/daemon_process.h"
+#include "support/daemon_spool.h"
 #include "support/it_support.h"
 #include "support/test_files.h"
 
@@ -25,43 +27,18 @@ namespace {
 
 namespace fs = std::filesystem;
 using fwdsink::test::CentralProcess;
+using fwdsink::test::Count;
 using fwdsink::test::DaemonProcess;
+using fwdsink::test::Entries;
+using fwdsink::test::EventCount;
 using fwdsink::test::ExitCounter;
+using fwdsink::test::Forward;
+using fwdsink::test::MakeSpool;
 using fwdsink::test::WaitFor;
 using fwdsink::test::WriteRows;
 using namespace std::chrono_literals;
 
 constexpr auto kRunTimeout = 20s;
-
-// A spool with its folders, under a fresh scratch dir.
-fs::path MakeSpool(const fs::path& dir) {
-  const fs::path spool = dir / "spool";
-  for (const char* sub : {"ready", "state", "dead", "incoming"})
-    fs::create_directories(spool / sub);
-  return spool;
-}
-
-std::vector<std::string> Forward(const fs::path& spool, const std::string& url,
-                                 std::vector<std::string> extra) {
-  std::vector<std::string> args = {"forward", "--spool", spool.string(),
-                                   "--url",   url,       "--log-json"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return args;
-}
-
-std::size_t Count(const std::string& text, const std::string& needle) {
-  std::size_t n = 0;
-  for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
-  return n;
-}
-
-std::size_t EventCount(const std::string& log, const std::string& event) {
-  return Count(log, "\"event\":\"" + event + "\"");
-}
-
-std::string Url(const CentralProcess& c) {
-  return "http://127.0.0.1:" + std::to_string(c.port()) + "/ingest";
-}
 
 // The times (ms, from each line's "ts") of the log lines whose event is `event`.
 std::vector<long long> EventTimesMs(const std::string& log, const std::string& event) {
@@ -99,12 +76,6 @@ void CheckOneBackoffApart(const std::string& log, const std::string& event) {
   MESSAGE(event << ": " << gap << " ms between the first two passes");
   CHECK(gap >= kFirstBackoffMs);
   CHECK(gap < kFirstBackoffMs + kPassSlackMs);
-}
-
-std::size_t Entries(const fs::path& dir) {
-  std::error_code ec;
-  if (!fs::exists(dir, ec)) return 0;
-  return static_cast<std::size_t>(std::distance(fs::directory_iterator(dir), {}));
 }
 
 }  // namespace

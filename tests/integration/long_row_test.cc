@@ -18,44 +18,29 @@
 #include "fwdsink/spool.h"
 #include "fwdsink/spool_stats.h"
 #include "support/central_process.h"
+#include "support/daemon_log.h"
 #include "support/daemon_process.h"
+#include "support/daemon_spool.h"
 #include "support/test_files.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using fwdsink::test::CentralProcess;
+using fwdsink::test::Count;
 using fwdsink::test::DaemonProcess;
+using fwdsink::test::DeadLetters;
+using fwdsink::test::Event;
+using fwdsink::test::Forward;
+using fwdsink::test::Has;
+using fwdsink::test::MakeSpool;
+using fwdsink::test::Once;
 using fwdsink::test::ReadFile;
 using namespace std::chrono_literals;
 
 constexpr auto kRunTimeout = 60s;
-constexpr auto kWait = 20s;  // a --once pass, or any condition polled for
 constexpr int kExitDataErr = 65;
 constexpr std::size_t kLongRow = (17u << 20);  // over the 16 MiB default line limit
-
-fs::path MakeSpool(const fs::path& dir) {
-  const fs::path spool = dir / "spool";
-  for (const char* sub : {"ready", "state", "dead", "incoming"})
-    fs::create_directories(spool / sub);
-  return spool;
-}
-
-std::string Url(const CentralProcess& c) {
-  return "http://127.0.0.1:" + std::to_string(c.port()) + "/ingest";
-}
-
-std::vector<std::string> Forward(const fs::path& spool, const std::string& url,
-                                 std::vector<std::string> extra) {
-  std::vector<std::string> args = {"forward", "--spool", spool.string(),
-                                   "--url",   url,       "--log-json"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return args;
-}
-
-bool Has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 // Rows "{"k":"<tag>-<i>"}", n of them.
 std::vector<std::string> Rows(const std::string& tag, int n) {
@@ -75,54 +60,9 @@ void Append(const fs::path& path, const std::vector<std::string>& rows) {
   for (const std::string& r : rows) out << r << '\n';
 }
 
-std::vector<fwdsink::DeadEntry> DeadLetters(const fs::path& spool) {
-  auto s = fwdsink::Spool::Open(spool);
-  REQUIRE(s.ok());
-  fwdsink::DeadFilter all;
-  all.limit = 0;
-  auto list = s->ListDead(all, std::chrono::system_clock::now());
-  REQUIRE(list.ok());
-  return list->entries;
-}
-
-std::size_t Count(const std::string& text, std::string_view needle) {
-  std::size_t n = 0;
-  for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
-  return n;
-}
-
-std::string Event(std::string_view name) { return "\"event\":\"" + std::string(name) + "\""; }
-
-// One `fwdsink forward --once` pass with the log at debug level; returns its exit code
-// (-1 if it did not finish) and keeps what it wrote in `log`.
-int Once(const fs::path& dir, const std::string& tag, const fs::path& spool, const std::string& url,
-         std::vector<std::string> extra, std::string* log) {
-  std::vector<std::string> args = {"forward", "--once",     "--spool",     spool.string(), "--url",
-                                   url,       "--log-json", "--log-level", "debug"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  DaemonProcess d(dir, tag, args);
-  const auto code = d.Wait(kWait);
-  *log = d.out() + d.err();
-  return code.value_or(-1);
-}
-
-// The rows files of the dead letters in SPOOL/dead, sorted.
-std::vector<fs::path> DeadRowFiles(const fs::path& spool) {
-  std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(spool / "dead")) {
-    if (e.path().extension() == ".ndjson") files.push_back(e.path());
-  }
-  std::sort(files.begin(), files.end());
-  return files;
-}
-
-// The rows of every dead letter's rows file (whole files).
+// The rows of every dead letter in SPOOL/dead, the files in name order.
 std::vector<std::string> DeadRows(const fs::path& spool) {
-  std::vector<std::string> rows;
-  for (const auto& f : DeadRowFiles(spool)) {
-    for (auto& r : fwdsink::test::ReadLines(f)) rows.push_back(std::move(r));
-  }
-  return rows;
+  return fwdsink::test::DeadRows(spool / "dead");
 }
 
 }  // namespace

@@ -21,6 +21,8 @@
 #include "fwdsink/spool_writer.h"
 #include "support/central_process.h"
 #include "support/daemon_process.h"
+#include "support/daemon_spool.h"
+#include "support/it_support.h"
 #include "support/metrics_client.h"
 #include "support/test_files.h"
 
@@ -29,52 +31,22 @@ namespace {
 namespace fs = std::filesystem;
 using fwdsink::test::CentralProcess;
 using fwdsink::test::DaemonProcess;
+using fwdsink::test::DeadRowFiles;
 using fwdsink::test::Get;
 using fwdsink::test::Got;
 using fwdsink::test::MetricsAddress;
 using fwdsink::test::ReadFile;
+using fwdsink::test::SealRows;
 using fwdsink::test::WriteFile;
 using namespace std::chrono_literals;
 
 constexpr auto kWait = 20s;         // a --once pass, or any condition polled for
 constexpr auto kStopDeadline = 5s;  // SIGTERM to exit
 
+// Polls `done` every 10 ms until it holds or `timeout` passes.
 template <typename Pred>
 bool WaitFor(Pred done, std::chrono::milliseconds timeout = kWait) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return done();
-}
-
-std::string Url(const CentralProcess& c) {
-  return "http://127.0.0.1:" + std::to_string(c.port()) + "/ingest";
-}
-
-// Seals one partition of `rows` small rows through SpoolWriter; returns its name.
-std::string SealRows(const fs::path& spool, int rows, int tag) {
-  auto w = fwdsink::SpoolWriter::Open(spool);
-  REQUIRE(w.ok());
-  for (int i = 0; i < rows; ++i) {
-    REQUIRE(
-        w->Append("{\"tag\":" + std::to_string(tag) + ",\"i\":" + std::to_string(i) + "}").ok());
-  }
-  auto sealed = w->Seal();
-  REQUIRE(sealed.ok());
-  REQUIRE(sealed->has_value());
-  return **sealed;
-}
-
-// The rows files of the dead letters in SPOOL/dead, sorted.
-std::vector<fs::path> DeadRowFiles(const fs::path& spool) {
-  std::vector<fs::path> files;
-  for (const auto& e : fs::directory_iterator(spool / "dead")) {
-    if (e.path().extension() == ".ndjson") files.push_back(e.path());
-  }
-  std::sort(files.begin(), files.end());
-  return files;
+  return fwdsink::test::WaitFor(done, timeout, 10ms);
 }
 
 using Tree = std::map<std::string, std::string>;

@@ -24,9 +24,10 @@
 
 #include "fwdsink/spool.h"
 #include "fwdsink/spool_stats.h"
-#include "fwdsink/spool_writer.h"
 #include "support/central_process.h"
 #include "support/daemon_process.h"
+#include "support/daemon_spool.h"
+#include "support/it_support.h"
 #include "support/metrics_client.h"
 #include "support/test_files.h"
 
@@ -38,6 +39,7 @@ using fwdsink::test::DaemonProcess;
 using fwdsink::test::Get;
 using fwdsink::test::Got;
 using fwdsink::test::MetricsAddress;
+using fwdsink::test::SealRows;
 using nlohmann::json;
 using namespace std::chrono_literals;
 
@@ -63,31 +65,10 @@ out["#unlabelled"] = len([e for e in endpoints if e is None])
 print(json.dumps(out))
 )PY";
 
+// Polls `done` every 10 ms until it holds or `timeout` passes.
 template <typename Pred>
 bool WaitFor(Pred done, std::chrono::milliseconds timeout = kWait) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(10ms);
-  }
-  return done();
-}
-
-std::string Url(const CentralProcess& c) {
-  return "http://127.0.0.1:" + std::to_string(c.port()) + "/ingest";
-}
-
-std::string SealRows(const fs::path& spool, int rows, int tag) {
-  auto w = fwdsink::SpoolWriter::Open(spool);
-  REQUIRE(w.ok());
-  for (int i = 0; i < rows; ++i) {
-    REQUIRE(
-        w->Append("{\"tag\":" + std::to_string(tag) + ",\"i\":" + std::to_string(i) + "}").ok());
-  }
-  auto sealed = w->Seal();
-  REQUIRE(sealed.ok());
-  REQUIRE(sealed->has_value());
-  return **sealed;
+  return fwdsink::test::WaitFor(done, timeout, 10ms);
 }
 
 std::uint64_t ReadyCount(const fs::path& spool) {

@@ -28,22 +28,12 @@ namespace {
 namespace fs = std::filesystem;
 using fwdsink::test::CentralProcess;
 using fwdsink::test::DaemonProcess;
-using fwdsink::test::ReadLines;
+using fwdsink::test::ReadyRows;
 using fwdsink::test::WaitFor;
 using namespace std::chrono_literals;
 
 constexpr auto kRunTimeout = 30s;
 constexpr int kFinalRuns = 5;
-
-std::vector<std::string> ReadyRows(const fs::path& spool) {
-  std::vector<std::string> rows;
-  for (const auto& e : fs::directory_iterator(spool / "ready")) {
-    if (e.path().extension() != ".ndjson") continue;
-    auto part = ReadLines(e.path());
-    rows.insert(rows.end(), part.begin(), part.end());
-  }
-  return rows;
-}
 
 // Files of `dir` whose name ends with `ext` (every file for ""); 0 when it is absent.
 std::size_t CountFiles(const fs::path& dir, const std::string& ext = "") {

@@ -21,6 +21,7 @@
 #include "fwdsink/transport.h"
 #include "support/daemon_process.h"
 #include "support/it_support.h"
+#include "support/ports.h"
 #include "support/test_files.h"
 
 namespace {
@@ -28,6 +29,7 @@ namespace {
 using namespace std::chrono_literals;
 using fwdsink::HttpTransport;
 using fwdsink::TransportError;
+using fwdsink::test::ListenOnLoopback;
 
 // Answers each request on a connection with the next scripted reply; an empty reply
 // means "endless headers": a 200 status line, then 4 KiB header lines until the
@@ -40,14 +42,7 @@ class RawServer {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     const int one = 1;
     ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    ::listen(fd_, 8);
-    socklen_t len = sizeof a;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
+    port_ = ListenOnLoopback(fd_, 8);
     thread_ = std::thread([this] { Loop(); });
   }
   ~RawServer() {

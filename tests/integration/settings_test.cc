@@ -22,13 +22,21 @@
 
 #include "fwdsink/settings.h"
 #include "support/central_process.h"
+#include "support/daemon_log.h"
 #include "support/daemon_process.h"
+#include "support/daemon_spool.h"
+#include "support/it_support.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using fwdsink::test::CentralProcess;
+using fwdsink::test::Count;
+using fwdsink::test::CountReady;
 using fwdsink::test::DaemonProcess;
+using fwdsink::test::Forward;
+using fwdsink::test::Has;
+using fwdsink::test::MakeSpool;
 using fwdsink::test::ReadFile;
 using fwdsink::test::ReadLines;
 using fwdsink::test::WriteFile;
@@ -53,10 +61,6 @@ Run RunDaemon(const fs::path& dir, std::vector<std::string> args,
   return r;
 }
 
-std::string Url(const CentralProcess& c) {
-  return "http://127.0.0.1:" + std::to_string(c.port()) + "/ingest";
-}
-
 std::uint64_t Generate(const fs::path& dir, const fs::path& spool, const std::string& bytes,
                        const std::string& partitions) {
   const Run r = RunDaemon(dir, {"generate", "--spool", spool.string(), "--bytes", bytes,
@@ -65,19 +69,9 @@ std::uint64_t Generate(const fs::path& dir, const fs::path& spool, const std::st
   return std::stoull(r.out);
 }
 
-std::size_t CountReady(const fs::path& spool) {
-  std::size_t n = 0;
-  for (const auto& e : fs::directory_iterator(spool / "ready")) {
-    if (e.path().extension() == ".ndjson") ++n;
-  }
-  return n;
-}
-
 bool Contains(const std::string& text, std::string_view part) {
   return text.find(part) != std::string::npos;
 }
-
-bool Has(const std::string& text, const std::string& part) { return Contains(text, part); }
 
 std::vector<nlohmann::json> JsonLines(const std::string& text) {
   std::vector<nlohmann::json> lines;
@@ -91,36 +85,10 @@ std::vector<nlohmann::json> JsonLines(const std::string& text) {
   return lines;
 }
 
-// Waits (bounded) until `pred` holds.
+// Waits (bounded) until `pred` holds, looking every kPoll.
 template <class Pred>
 bool WaitFor(Pred pred, std::chrono::milliseconds timeout = kRunTimeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (!pred()) {
-    if (std::chrono::steady_clock::now() >= deadline) return false;
-    std::this_thread::sleep_for(kPoll);
-  }
-  return true;
-}
-
-fs::path MakeSpool(const fs::path& dir) {
-  const fs::path spool = dir / "spool";
-  for (const char* sub : {"ready", "state", "dead", "incoming"})
-    fs::create_directories(spool / sub);
-  return spool;
-}
-
-std::vector<std::string> Forward(const fs::path& spool, const std::string& url,
-                                 std::vector<std::string> extra) {
-  std::vector<std::string> args = {"forward", "--spool", spool.string(),
-                                   "--url",   url,       "--log-json"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return args;
-}
-
-std::size_t Count(const std::string& text, const std::string& needle) {
-  std::size_t n = 0;
-  for (auto at = text.find(needle); at != std::string::npos; at = text.find(needle, at + 1)) ++n;
-  return n;
+  return fwdsink::test::WaitFor(pred, timeout, kPoll);
 }
 
 }  // namespace

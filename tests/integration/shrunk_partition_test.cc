@@ -11,9 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "fwdsink/spool.h"
 #include "support/central_process.h"
+#include "support/daemon_log.h"
 #include "support/daemon_process.h"
+#include "support/daemon_spool.h"
 #include "support/it_support.h"
 
 namespace {
@@ -21,45 +22,16 @@ namespace {
 namespace fs = std::filesystem;
 using fwdsink::test::CentralProcess;
 using fwdsink::test::DaemonProcess;
+using fwdsink::test::DeadLetters;
+using fwdsink::test::Forward;
+using fwdsink::test::Has;
+using fwdsink::test::MakeSpool;
 using fwdsink::test::WaitFor;
 using fwdsink::test::WriteRows;
 using namespace std::chrono_literals;
 
 constexpr auto kRunTimeout = 60s;
 constexpr int kExitDataErr = 65;
-
-fs::path MakeSpool(const fs::path& dir) {
-  const fs::path spool = dir / "spool";
-  for (const char* sub : {"ready", "state", "dead", "incoming"})
-    fs::create_directories(spool / sub);
-  return spool;
-}
-
-std::string Url(const CentralProcess& c) {
-  return "http://127.0.0.1:" + std::to_string(c.port()) + "/ingest";
-}
-
-std::vector<std::string> Forward(const fs::path& spool, const std::string& url,
-                                 std::vector<std::string> extra) {
-  std::vector<std::string> args = {"forward", "--spool", spool.string(),
-                                   "--url",   url,       "--log-json"};
-  args.insert(args.end(), extra.begin(), extra.end());
-  return args;
-}
-
-bool Has(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
-std::vector<fwdsink::DeadEntry> DeadLetters(const fs::path& spool) {
-  auto s = fwdsink::Spool::Open(spool);
-  REQUIRE(s.ok());
-  fwdsink::DeadFilter all;
-  all.limit = 0;
-  auto list = s->ListDead(all, std::chrono::system_clock::now());
-  REQUIRE(list.ok());
-  return list->entries;
-}
 
 }  // namespace
 

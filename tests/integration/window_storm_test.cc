@@ -26,6 +26,7 @@
 #include "support/central_process.h"
 #include "support/daemon_process.h"
 #include "support/it_support.h"
+#include "support/request_log.h"
 #include "support/test_files.h"
 
 namespace {
@@ -33,7 +34,8 @@ namespace {
 namespace fs = std::filesystem;
 using fwdsink::test::CentralProcess;
 using fwdsink::test::DaemonProcess;
-using fwdsink::test::ReadLines;
+using fwdsink::test::ReadyRows;
+using fwdsink::test::SettledLogSize;
 using fwdsink::test::WaitFor;
 using namespace std::chrono_literals;
 
@@ -51,29 +53,6 @@ constexpr const char* kChunkBytes = "64k";
 constexpr int kFinalRuns = 5;
 constexpr auto kRunTimeout = 60s;
 constexpr auto kEventTimeout = 20s;
-
-std::vector<std::string> ReadyRows(const fs::path& spool) {
-  std::vector<std::string> rows;
-  for (const auto& e : fs::directory_iterator(spool / "ready")) {
-    if (e.path().extension() != ".ndjson") continue;
-    auto part = ReadLines(e.path());
-    rows.insert(rows.end(), part.begin(), part.end());
-  }
-  return rows;
-}
-
-// Waits until the receiver has decided every POST that reached it; returns the length
-// of its request log (where the next run's requests begin).
-std::size_t SettledLogSize(const CentralProcess& central) {
-  std::size_t n = 0;
-  const bool settled = WaitFor([&] {
-    n = central.request_log().size();
-    const auto stats = central.Stats();
-    return stats.is_object() && stats["requests"] == n;
-  });
-  REQUIRE(settled);
-  return n;
-}
 
 // The keys re-sent as duplicates by the requests log[from, to), per partition.
 std::map<std::string, std::set<std::string>> Resent(const std::vector<nlohmann::json>& log,

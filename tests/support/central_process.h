@@ -6,6 +6,7 @@
 //   REQUIRE(central.Start({"--rate", "1000"}));
 //   httplib::Client cli("127.0.0.1", central.port());
 //   ... central.Stats()["accepted_chunks"], central.received_rows(), central.request_log()
+//   DaemonProcess d(dir, "run", {"forward", "--once", "--url", Url(central), ...});
 //
 // Start() always passes --listen 127.0.0.1:0 --out DIR --port-file DIR/port
 // --request-log DIR/requests.ndjson, so request_log() always works; the child's stdout and
@@ -188,5 +189,10 @@ class CentralProcess {
   int port_ = 0;
   std::optional<int> exit_code_;
 };
+
+// Returns the URL the receiver `c` takes rows at: http://127.0.0.1:PORT/ingest.
+inline std::string Url(const CentralProcess& c) {
+  return "http://127.0.0.1:" + std::to_string(c.port()) + "/ingest";
+}
 
 }  // namespace fwdsink::test

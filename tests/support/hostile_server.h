@@ -23,6 +23,8 @@
 #include <thread>
 #include <vector>
 
+#include "support/ports.h"
+
 namespace fwdsink::test {
 
 class HostileServer {
@@ -41,14 +43,7 @@ class HostileServer {
       const int small = 4096;  // inherited by accepted sockets: the crawl shows at once
       ::setsockopt(listen_fd_, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
     }
-    sockaddr_in addr{};
-    addr.sin_family = AF_INET;
-    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(listen_fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr);
-    ::listen(listen_fd_, 16);
-    socklen_t len = sizeof addr;
-    ::getsockname(listen_fd_, reinterpret_cast<sockaddr*>(&addr), &len);
-    port_ = ntohs(addr.sin_port);
+    port_ = ListenOnLoopback(listen_fd_, 16);
     accept_thread_ = std::thread([this] { AcceptLoop(); });
   }
   HostileServer(const HostileServer&) = delete;

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Loopback ports for tests that start servers of their own (ClickHouse, nginx, the
-// fronts, Prometheus): one that was free a moment ago, and whether one accepts.
+// fronts, Prometheus, the raw test servers): one that was free a moment ago, whether one
+// accepts, and a socket put to listen on an ephemeral one.
 #pragma once
 
 #include <netinet/in.h>
@@ -21,6 +22,19 @@ inline int FreePort() {
   ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
   ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
   ::close(fd);
+  return ntohs(a.sin_port);
+}
+
+// Binds the TCP socket `fd` to 127.0.0.1 on an ephemeral port, listens with `backlog`,
+// and returns the port it got.
+inline int ListenOnLoopback(int fd, int backlog) {
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  ::listen(fd, backlog);
+  socklen_t len = sizeof a;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
   return ntohs(a.sin_port);
 }
 

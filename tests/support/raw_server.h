@@ -26,6 +26,7 @@
 
 #include "fwdsink/transport.h"
 #include "support/it_support.h"
+#include "support/ports.h"
 
 namespace fwdsink::test {
 
@@ -79,14 +80,7 @@ class RawServer {
     fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     const int one = 1;
     ::setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    ::bind(fd_, reinterpret_cast<sockaddr*>(&a), sizeof a);
-    ::listen(fd_, 8);
-    socklen_t len = sizeof a;
-    ::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len);
-    port_ = ntohs(a.sin_port);
+    port_ = ListenOnLoopback(fd_, 8);
     thread_ = std::thread([this] { Loop(); });
   }
   ~RawServer() {

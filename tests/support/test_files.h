@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // File helpers shared by the tests that work on real folders (spool, dead letters, spool
-// writer, chunker, forward sink, driver, the daemon): a fresh scratch folder per test and
-// whole-file reads and writes.
+// writer, chunker, forward sink, driver, the daemon): a fresh scratch folder per test,
+// whole-file reads and writes, and the rows a spool's ready/ or dead/ holds.
 //
 //   const fs::path dir = FreshDir("spool_test", "open");  // FWDSINK_TEST_TMP/spool_test/open
 //   WriteFile(dir / "a.ndjson", "{}\n");
@@ -52,15 +52,37 @@ inline std::vector<std::string> ReadLines(const std::filesystem::path& path) {
   return lines;
 }
 
-// Returns the rows of every dead letter's .ndjson file in `dead` (a spool's dead/), in
-// directory order.
-inline std::vector<std::string> DeadRows(const std::filesystem::path& dead) {
+// Returns the .ndjson files directly in `dir`, sorted by name.
+inline std::vector<std::filesystem::path> RowsFiles(const std::filesystem::path& dir) {
+  std::vector<std::filesystem::path> files;
+  for (const auto& e : std::filesystem::directory_iterator(dir)) {
+    if (e.path().extension() == ".ndjson") files.push_back(e.path());
+  }
+  std::sort(files.begin(), files.end());
+  return files;
+}
+
+// Returns the rows files of the dead letters in SPOOL/dead, sorted by name.
+inline std::vector<std::filesystem::path> DeadRowFiles(const std::filesystem::path& spool) {
+  return RowsFiles(spool / "dead");
+}
+
+// Returns the rows of every .ndjson file directly in `dir`, the files in name order.
+inline std::vector<std::string> RowsIn(const std::filesystem::path& dir) {
   std::vector<std::string> rows;
-  for (const auto& e : std::filesystem::directory_iterator(dead)) {
-    if (e.path().extension() != ".ndjson") continue;
-    for (auto& r : ReadLines(e.path())) rows.push_back(std::move(r));
+  for (const auto& f : RowsFiles(dir)) {
+    for (auto& r : ReadLines(f)) rows.push_back(std::move(r));
   }
   return rows;
+}
+
+// Returns the rows of every dead letter's .ndjson file in `dead` (a spool's dead/), the
+// files in name order.
+inline std::vector<std::string> DeadRows(const std::filesystem::path& dead) { return RowsIn(dead); }
+
+// Returns every row sealed in SPOOL/ready, the partitions in name order.
+inline std::vector<std::string> ReadyRows(const std::filesystem::path& spool) {
+  return RowsIn(spool / "ready");
 }
 
 // Returns the names of the entries directly in `dir`, sorted, so that tests can compare
