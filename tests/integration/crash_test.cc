@@ -319,7 +319,7 @@ TEST_CASE("SIGKILL while splitting (413 and 400) and dead-lettering: every row o
   // late for its proof is tried again, a few times at most.
   const std::string kSplit = "forward.split", kDead = "driver.dead_letter";
   const std::vector<std::string> plan = {kSplit, kDead, kSplit};
-  constexpr int kTriesPerKill = 4;
+  constexpr int kTriesPerKill = 6;
   std::vector<std::size_t> starts;  // where each run's requests begin in the log
   struct Landed {
     std::size_t run;  // the run after the kill re-sends from here
