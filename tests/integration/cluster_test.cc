@@ -72,6 +72,16 @@ std::vector<std::string> Flags(const std::string& ladder = "5,10") {
           "1"};
 }
 
+// Polls `done` every 50 ms until it holds or `timeout` passes; returns whether it held.
+bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (std::chrono::steady_clock::now() < deadline) {
+    if (done()) return true;
+    std::this_thread::sleep_for(50ms);
+  }
+  return done();
+}
+
 // ZooKeeper and two replicas for the whole suite, torn down by PID at exit. Their data
 // lives in a fresh folder on /dev/shm when there is one (removed at exit): on a disk
 // that others load, removing the last run's parts took 27 s. Configs and logs stay in
@@ -113,6 +123,13 @@ struct Cluster {
     c->r2 = ClickHouseProcess::Start(dir / "r2", fwdsink::test::ReplicaXml(c->zk->port(), "r2"),
                                      c->data / "r2");
     if (!c->r1 || !c->r2) return nullptr;
+    // Each replica holds a ZooKeeper session before the first CREATE TABLE needs one.
+    for (ClickHouseProcess* r : {c->r1.get(), c->r2.get()}) {
+      const auto seen = [r] {
+        return r->Query("SELECT count() > 0 FROM system.zookeeper WHERE path = '/'") == "1\n";
+      };
+      if (!WaitFor(seen, 60s)) return nullptr;
+    }
     std::fprintf(stderr, "cluster: ZooKeeper and two replicas up in %.1f s\n",
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
     return c;
@@ -127,16 +144,6 @@ struct Cluster {
     MESSAGE("skipped: clickhouse-server or zookeeper (with java) is not installed");    \
     return;                                                                             \
   }
-
-// Polls `done` every 50 ms until it holds or `timeout` passes; returns whether it held.
-bool WaitFor(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
-  const auto deadline = std::chrono::steady_clock::now() + timeout;
-  while (std::chrono::steady_clock::now() < deadline) {
-    if (done()) return true;
-    std::this_thread::sleep_for(50ms);
-  }
-  return done();
-}
 
 // Creates `table` on both replicas (ReplicatedMergeTree, its own ZooKeeper path).
 void CreateTable(Cluster& c, const std::string& table) {
