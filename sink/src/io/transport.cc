@@ -9,12 +9,13 @@
 #include <algorithm>
 #include <cctype>
 #include <charconv>
-#include <condition_variable>
 #include <filesystem>
+#include <memory>
 #include <mutex>
 #include <optional>
-#include <thread>
+#include <utility>
 
+#include "io/deadline_timer.h"
 #include "io/head_filter_client.h"
 #include "io/http_rules.h"
 #include "io/response_head.h"
@@ -132,65 +133,48 @@ RequestDeadlines DeadlinesFor(SteadyTime start, std::uint64_t body_bytes, const 
   return d;
 }
 
-// Enforces a request's deadlines: a thread that waits for the armed deadline and, when
-// it passes, shuts the request's socket down through the Abort-by-shutdown path (LLP
-// 0014#abort-by-shutdown), which makes cpp-httplib fail the request and close the
-// connection, so an abandoned attempt never goes on draining into the server.
-// Threads: Arm()/Disarm() from the sending thread; the thread starts on the first Arm().
+// Enforces a request's deadlines: arms the process's DeadlineTimer for the armed
+// deadline and, when it passes, shuts the request's socket down through the
+// Abort-by-shutdown path (LLP 0014#abort-by-shutdown), which makes cpp-httplib fail the
+// request and close the connection, so an abandoned attempt never goes on draining into
+// the server. The timer is shared: a thread of its own per connection was one more
+// thread per request in flight. @ref LLP 0014#threads
+// Threads: Arm()/Disarm() from the sending thread; the timer's thread fires.
 class Watchdog {
  public:
   explicit Watchdog(SocketHandle& socket) : socket_(socket) {}
-  ~Watchdog() {
-    {
-      std::lock_guard lock(mu_);
-      stop_ = true;
-    }
-    cv_.notify_all();
-    if (thread_.joinable()) thread_.join();
-  }
+  ~Watchdog() { Cancel(); }
 
   // Arms (or moves) the deadline; `what` names it in the error message.
   void Arm(SteadyTime deadline, std::string_view what) {
-    std::lock_guard lock(mu_);
-    if (!thread_.joinable()) thread_ = std::thread([this] { Loop(); });
-    deadline_ = deadline;
-    what_ = what;
-    cv_.notify_all();
+    if (!timer_) timer_ = DeadlineTimer::Shared();
+    Cancel();
+    armed_ = timer_->Arm(deadline, [this, what] {
+      {
+        std::lock_guard lock(mu_);
+        fired_ = what;
+      }
+      socket_.Interrupt();
+    });
   }
-  // Disarms; returns what fired, if a deadline did since the last Arm().
+  // Disarms; returns what fired, if a deadline did since the last Disarm().
   std::optional<std::string_view> Disarm() {
+    Cancel();
     std::lock_guard lock(mu_);
-    deadline_.reset();
     return std::exchange(fired_, std::nullopt);
   }
 
  private:
-  void Loop() {
-    std::unique_lock lock(mu_);
-    while (!stop_) {
-      if (!deadline_) {
-        cv_.wait(lock);
-        continue;
-      }
-      const SteadyTime at = *deadline_;
-      if (std::chrono::steady_clock::now() < at) {
-        cv_.wait_until(lock, at);
-        continue;
-      }
-      fired_ = what_;
-      deadline_.reset();
-      socket_.Interrupt();
-    }
+  // Waits out a firing deadline, so that its function never outlives this watchdog.
+  void Cancel() {
+    if (armed_ != 0) timer_->Cancel(std::exchange(armed_, 0));
   }
 
-  SocketHandle& socket_;  // Not owned; outlives the watchdog.
+  SocketHandle& socket_;                  // Not owned; outlives the watchdog.
+  std::shared_ptr<DeadlineTimer> timer_;  // taken by the first Arm()
+  DeadlineTimer::Id armed_ = 0;           // sending thread
   std::mutex mu_;
-  std::condition_variable cv_;
-  std::optional<SteadyTime> deadline_;     // guarded by mu_
-  std::string_view what_;                  // guarded by mu_ (static strings only)
-  std::optional<std::string_view> fired_;  // guarded by mu_
-  bool stop_ = false;                      // guarded by mu_
-  std::thread thread_;
+  std::optional<std::string_view> fired_;  // guarded by mu_ (static strings only)
 };
 
 class HttplibTransport final : public HttpTransport {
