@@ -5,42 +5,39 @@
 
 namespace fwdsink {
 
-SingleSlotWorker::~SingleSlotWorker() {
-  {
-    std::lock_guard lock(mu_);
-    stopping_ = true;
-  }
-  cv_.notify_all();
-  if (thread_.joinable()) thread_.join();
-}
+SingleSlotWorker::SingleSlotWorker() : SingleSlotWorker(std::make_shared<JobThreads>(1)) {}
+
+SingleSlotWorker::SingleSlotWorker(std::shared_ptr<JobThreads> threads)
+    : threads_(std::move(threads)) {}
+
+SingleSlotWorker::~SingleSlotWorker() { WaitIdle(); }
 
 void SingleSlotWorker::Post(std::function<void()> job) {
   std::lock_guard lock(mu_);
-  if (!thread_.joinable()) thread_ = std::thread([this] { Loop(); });
   queued_ = std::move(job);
-  cv_.notify_all();
+  if (!scheduled_) {
+    scheduled_ = true;
+    threads_->Submit([this] { Drain(); });
+  }
 }
 
 void SingleSlotWorker::WaitIdle() {
   std::unique_lock lock(mu_);
-  cv_.wait(lock, [this] { return !queued_ && !running_; });
+  cv_.wait(lock, [this] { return !scheduled_; });
 }
 
-void SingleSlotWorker::Loop() {
+void SingleSlotWorker::Drain() {
   std::unique_lock lock(mu_);
-  for (;;) {
-    cv_.wait(lock, [this] { return queued_ != nullptr || stopping_; });
-    if (!queued_) return;  // stopping with nothing left to run
-    auto job = std::move(queued_);
+  while (queued_) {
+    std::function<void()> job = std::move(queued_);
     queued_ = nullptr;
-    running_ = true;
     lock.unlock();
     job();
     job = nullptr;  // whatever the job holds is released before it counts as done
     lock.lock();
-    running_ = false;
-    cv_.notify_all();
   }
+  scheduled_ = false;
+  cv_.notify_all();
 }
 
 }  // namespace fwdsink

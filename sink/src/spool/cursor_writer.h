@@ -90,7 +90,8 @@ class CursorWriter final : public CursorLog {
   Status error_;                         // guarded by mu_
   std::map<std::string, State> queued_;  // guarded by mu_: the newest state per partition
   std::atomic<std::uint64_t> saves_{0};
-  SingleSlotWorker worker_;  // last: destroyed (and joined) before the rest
+  // On the process's file threads. @ref LLP 0014#threads
+  SingleSlotWorker worker_{JobThreads::ForFiles()};  // last: idle before the rest goes
 };
 
 }  // namespace fwdsink

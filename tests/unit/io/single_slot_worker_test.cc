@@ -2,17 +2,23 @@
 // SingleSlotWorker: one job at a time, a newer queued job replaces an older one.
 #include <doctest/doctest.h>
 
+#include <atomic>
 #include <chrono>
-#include <filesystem>
 #include <future>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "io/single_slot_worker.h"
+#include "support/threads.h"
 
 namespace {
+
+using fwdsink::test::SettledThreadCount;
+using fwdsink::test::ThreadCount;
+using fwdsink::test::ThreadsSettleAt;
 
 // Records the jobs that ran, from the worker's thread.
 struct Log {
@@ -23,37 +29,6 @@ struct Log {
     ran.push_back(s);
   }
 };
-
-// The threads of this process now (Linux: one entry per thread in /proc/self/task).
-std::size_t ThreadCount() {
-  std::size_t n = 0;
-  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator("/proc/self/task")) ++n;
-  return n;
-}
-
-// A joined thread may stay listed for a moment after join() returns: waits (yielding,
-// at most 5 s of real time) until the count is `n`, and says whether it got there.
-bool ThreadsSettleAt(std::size_t n) {
-  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(5);
-  while (ThreadCount() != n) {
-    if (std::chrono::steady_clock::now() > until) return false;
-    std::this_thread::yield();
-  }
-  return true;
-}
-
-// The count once no thread is on its way out: the same over many looks.
-std::size_t SettledThreadCount() {
-  std::size_t n = ThreadCount();
-  for (int same = 0; same < 200; ++same) {
-    std::this_thread::yield();
-    if (const std::size_t now = ThreadCount(); now != n) {
-      n = now;
-      same = 0;
-    }
-  }
-  return n;
-}
 
 }  // namespace
 
@@ -119,5 +94,48 @@ TEST_CASE("TheDestructorRunsTheQueuedJob") {
       CHECK(ThreadsSettleAt(before));
       CHECK(more.ran == std::vector<std::string>{"posted"});
     }
+  }
+}
+
+TEST_CASE("WorkersOnSharedThreadsRunTheirJobsOneAtATimeEach") {
+  auto threads = std::make_shared<fwdsink::JobThreads>(2);
+  constexpr int kWorkers = 6;
+  constexpr int kPosts = 50;
+  std::vector<std::unique_ptr<fwdsink::SingleSlotWorker>> workers;
+  for (int w = 0; w < kWorkers; ++w) {
+    workers.push_back(std::make_unique<fwdsink::SingleSlotWorker>(threads));
+  }
+  std::vector<std::atomic<int>> running(kWorkers);
+  std::vector<std::atomic<int>> last(kWorkers);
+  std::atomic<int> overlaps{0};
+  for (int i = 1; i <= kPosts; ++i) {
+    for (int w = 0; w < kWorkers; ++w) {
+      workers[w]->Post([&, w, i] {
+        if (running[w].fetch_add(1) != 0) overlaps.fetch_add(1);
+        std::this_thread::yield();
+        last[w].store(i);
+        running[w].fetch_sub(1);
+      });
+    }
+  }
+  for (auto& w : workers) w->WaitIdle();
+  CHECK(overlaps.load() == 0);
+  // The newest job of each worker ran: an older one may have been replaced, never it.
+  for (int w = 0; w < kWorkers; ++w) CHECK(last[w].load() == kPosts);
+  CHECK(threads->threads() <= 2);
+  SUBCASE("twin: the six workers' jobs do run at once, on as many threads as allowed") {
+    std::atomic<int> in{0};
+    std::promise<void> both;
+    auto seen = both.get_future().share();
+    for (int w = 0; w < 2; ++w) {
+      workers[w]->Post([&] {
+        if (in.fetch_add(1) == 1) both.set_value();
+        // Returns once two jobs of two workers are in at once (bounded: a failure, not a hang).
+        seen.wait_for(std::chrono::seconds(10));
+      });
+    }
+    for (auto& w : workers) w->WaitIdle();
+    CHECK(in.load() == 2);
+    CHECK(threads->threads() == 2);
   }
 }
