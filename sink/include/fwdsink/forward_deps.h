@@ -43,6 +43,7 @@ using TokenProvider = std::function<std::optional<std::string>(bool force_refres
 // source): whatever they capture must outlive the sink.
 class RequestSlots;    // below
 class InflightBudget;  // below
+class ConnectionPool;  // engine-internal
 
 struct ForwardDeps {
   TimeSource* time = nullptr;          // Not owned. Default: RealTimeSource()
@@ -75,6 +76,10 @@ struct ForwardDeps {
   // The bytes in flight, shared by every sender made from these deps; default: a
   // private budget of options.max_inflight_bytes. @ref LLP 0014#window-memory
   std::shared_ptr<InflightBudget> inflight;
+  // The connections (and their threads) that every sender made from these deps posts
+  // on, partitions and packs alike; engine-internal: copied, never made outside. Default:
+  // a private pool. @ref LLP 0014#threads
+  std::shared_ptr<ConnectionPool> connections;
 };
 
 // Slots for requests in flight beyond a sender's first, and the point between two

@@ -93,6 +93,10 @@ struct TransportOptions {
   // body is never sent and the connection is closed. 0: never.
   // @ref LLP 0017#expect-continue
   std::uint64_t expect_continue_bytes = 64 * 1024;
+  // A connection with no request for this long is closed, and the thread that posts on
+  // it ends; 0 keeps it until the sink goes. Under the idle timeouts of common fronts
+  // (nginx 75 s), over the driver's pauses between passes. @ref LLP 0014#threads
+  std::chrono::milliseconds keep_alive = std::chrono::seconds{30};
 };
 
 enum class TransportError {

@@ -8,7 +8,8 @@
 //                   and yields its own slot (fwdsink/forward_deps.h)
 //   InflightBudget  bytes in flight, of all senders (fwdsink/forward_deps.h)
 //   window          one partition's requests in flight (ForwardOptions::window)
-//   Connections     not a limit of ours: the engine's connections, one per request
+//   ConnectionPool  not a limit of ours: the engine's connections, one per request in
+//                   flight, shared by the senders (engine/connection_pool.h)
 #pragma once
 
 #include <condition_variable>

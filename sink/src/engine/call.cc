@@ -258,7 +258,7 @@ void ForwardSink::Call::Dispatch() {
       continue;
     }
     if (posting_ >= 1 + extras_ && !TakeSlot()) return;  // a slot comes free with an answer
-    const int conn = sink_.connections.Take(options_.window);
+    const int conn = sink_.connections.Take();
     if (conn < 0) return;  // one comes free with the next answer
     f.step = f.attempt->Recheck();
     if (f.step.kind != Attempt::Step::Kind::kPost) {

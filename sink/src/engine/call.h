@@ -24,7 +24,7 @@
 #include "engine/attempt.h"
 #include "engine/chunk_source.h"
 #include "engine/conclusion.h"
-#include "engine/connections.h"
+#include "engine/connection_pool.h"
 #include "engine/cursor_window.h"
 #include "engine/pacing_report.h"
 #include "engine/request.h"

@@ -11,7 +11,7 @@
 
 #include "engine/auth.h"
 #include "engine/chunk_source.h"
-#include "engine/connections.h"
+#include "engine/connection_pool.h"
 #include "fwdsink/forward_sink.h"
 #include "io/single_slot_worker.h"
 
@@ -53,13 +53,15 @@ struct ForwardSink::Impl {
   // The extra headers and one link per endpoint, in deps.endpoints' order. Sender
   // thread only; never logged.
   SinkCredentials credentials;
-  // One connection per request in flight (connection 0 posts on credentials.links').
-  Connections connections{EndpointUrls(options), options.transport, credentials.links, *deps.time};
+  // One connection per request in flight, shared with the other senders made from
+  // the same deps (ResolveDeps). @ref LLP 0014#threads
+  ConnectionPool& connections{*deps.connections};
   std::stop_source stop;
   Counters counters;
   mutable std::mutex state_mu;
-  State state;                  // guarded by state_mu
-  SingleSlotWorker read_ahead;  // last: joined before the buffers it fills go away
+  State state;  // guarded by state_mu
+  // On the process's file threads. @ref LLP 0014#threads
+  SingleSlotWorker read_ahead{JobThreads::ForFiles()};  // last: idle before the buffers go
 };
 
 }  // namespace fwdsink
