@@ -247,6 +247,16 @@ const Row kRows[] = {
    [](std::string_view v, SinkSettings& s) {
      return PositiveDuration(v, s.driver.forward.transport.response_timeout);
    }},
+  // @ref LLP 0014#threads
+  {{"keep_alive", "S", "idle connections (and their threads) closed after this long; 0: kept",
+    false, false, false, false, "30"},
+   [](std::string_view v, SinkSettings& s) {
+     const auto d = ParseDuration(v);
+     if (!d) return Bad(Quoted(v) + " is not a duration (e.g. 30, 1.5s, 250ms, 5m)");
+     if (*d < milliseconds::zero()) return Bad("must not be negative");
+     s.driver.forward.transport.keep_alive = *d;
+     return OkStatus();
+   }},
   // @ref LLP 0017#expect-continue
   {{"expect_continue_bytes", "N|always",
     "bodies of N bytes or more wait for 100 Continue while a refusal is likely (0: never; "
@@ -371,6 +381,7 @@ constexpr std::pair<std::string_view, std::string_view> kFieldKeys[] = {
     {"forward.transport.proxy", "proxy"},
     {"forward.transport.min_throughput_bytes_per_s", "min_throughput"},
     {"forward.transport.response_timeout", "response_timeout"},
+    {"forward.transport.keep_alive", "keep_alive"},
     {"forward.transport.expect_continue_bytes", "expect_continue_bytes"},
     {"forward.max_split_requests", "max_split_requests"},
     {"forward.window", "window"},

@@ -92,6 +92,7 @@ TEST_CASE("the table: flags, keys and variables map onto each other; defaults pa
                                "read_timeout",
                                "min_throughput",
                                "response_timeout",
+                               "keep_alive",
                                "max_split_requests",
                                "log_json",
                                "progress",
@@ -323,6 +324,19 @@ TEST_CASE("Describe redacts secrets: header values, URL passwords") {
   CHECK(ValueOf(s, "label") == "edge-7");
   CHECK(ValueOf(s, "spool") == "/s");
   CHECK(ValueOf(s, "chunk_bytes") == "1m");  // the default
+}
+
+TEST_CASE("keep_alive: 30 s by default, 0 keeps connections, a negative one is refused") {
+  CHECK(Required().Build()->driver.forward.transport.keep_alive == std::chrono::seconds(30));
+  Settings s = Required();
+  REQUIRE(s.Set("keep_alive", "1.5s", SettingSource::kFlag, "--keep-alive").ok());
+  CHECK(s.Build()->driver.forward.transport.keep_alive == std::chrono::milliseconds(1500));
+  REQUIRE(s.Set("keep_alive", "0", SettingSource::kFlag, "--keep-alive").ok());
+  CHECK(s.Build()->driver.forward.transport.keep_alive == std::chrono::milliseconds(0));
+  SUBCASE("twin: negative or not a duration") {
+    CHECK_FALSE(s.Set("keep_alive", "-1", SettingSource::kFlag, "--keep-alive").ok());
+    CHECK_FALSE(s.Set("keep_alive", "soon", SettingSource::kFlag, "--keep-alive").ok());
+  }
 }
 
 TEST_CASE(
