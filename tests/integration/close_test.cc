@@ -209,3 +209,51 @@ TEST_CASE("DriverWithConcurrencyOneKeepsOneRequestInFlight") {
   for (const auto& r : reqs) CHECK(r.key.rfind("p0:", 0) == 0);  // oldest first, alone
   CHECK(busy.driver->spool().LoadCursor("p0").offset == AckedEnds(reqs, 3)["p0"]);
 }
+
+// The one send path (LLP 0014#one-path) for a pack: its Retry-After wait is the call's
+// wait, so Close() cuts it as it cuts a partition's, and the members stay in ready/
+// under their manifest for the next start.
+TEST_CASE("DriverCloseCutsAPacksRetryAfterWaitAndKeepsItsMembers") {
+  for (const bool close : {true, false}) {
+    CAPTURE(close);
+    fwdsink_test::ScriptedServer server;
+    const auto spool =
+        fwdsink::test::FreshDir("integration_close", close ? "pack_wait" : "pack_wait_twin");
+    for (const auto& n : {"p1", "p2", "p3"}) AddPartition(spool, n, 2);
+    // Twin: a Retry-After of 1 s waited out, then the pack is delivered.
+    server.Then(429, {{"Retry-After", close ? "30" : "1"}});
+    fwdsink::DriverOptions o;
+    o.spool_dir = spool;
+    o.forward.url = server.url();
+    o.forward.backpressure.jitter = 0;
+    o.concurrency = {.adaptive = false, .max = 1};
+    PhaseSleeper sleeper;
+    fwdsink::ForwardDeps deps;
+    deps.sleeper = &sleeper;
+    auto created = fwdsink::Driver::Create(o, std::move(deps));
+    REQUIRE_MESSAGE(created.ok(), created.status().ToString());
+    auto driver = std::move(created).value();
+    fwdsink::TickReport report;
+    std::thread runner([&] { report = driver->Tick(); });
+    // The phase: the pack was refused and its sender is blocked in the wait.
+    const bool waiting = fwdsink::test::WaitFor(
+        [&] { return server.requests().size() == 1 && sleeper.sleeping(); });
+    CHECK(waiting);
+    CHECK(server.requests().front().key.rfind("pack:", 0) == 0);
+    const auto t0 = std::chrono::steady_clock::now();
+    if (close) driver->Close();
+    runner.join();
+    if (!close) {
+      CHECK(report.delivered == 3);
+      CHECK(server.requests().size() == 2);  // the same pack again, once
+      CHECK(server.requests().back().key == server.requests().front().key);
+      continue;
+    }
+    CHECK(std::chrono::steady_clock::now() - t0 < kCloseBound);
+    CHECK(report.aborted);
+    CHECK(report.delivered == 0);
+    CHECK(server.requests().size() == 1);
+    CHECK(fwdsink::test::FileNames(spool / "ready").size() == 3);  // nothing lost
+    CHECK(fwdsink::test::FileNames(spool / "packs").size() == 1);  // resent under it
+  }
+}

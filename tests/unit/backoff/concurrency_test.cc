@@ -299,3 +299,53 @@ TEST_CASE("A fall on rising latency stops at what fills the path; a refusal stil
 }
 
 }  // namespace fwdsink
+
+namespace fwdsink {
+
+// LLP 0018#round: slow start is clocked by answers. At 250 ms of round trip a link
+// serialises the bodies, so a round's answers come spread: the limit doubles once every
+// request the limit allows has its answer, not a whole baseline round trip (250 ms)
+// after the window began.
+TEST_CASE("Slow start doubles once a round of answers is in, not a baseline round trip later") {
+  FakeClock clock;
+  AdaptiveLimit l(ConcurrencyPolicy{.initial = 4});
+  const auto answer = [&](milliseconds after, std::size_t in_flight) {
+    clock.Advance(after);
+    return l.Observe(clock.MonotonicNow(), milliseconds{250}, RequestSignal::kAccepted, in_flight);
+  };
+  // The first round: no baseline yet, so its window is min_window long; 4 to 8.
+  CHECK_FALSE(answer(milliseconds{250}, 4).has_value());
+  for (int i = 0; i < 2; ++i) CHECK_FALSE(answer(milliseconds{40}, 4).has_value());
+  REQUIRE(answer(milliseconds{40}, 4).has_value());
+  REQUIRE(l.limit() == 8);
+  // The second round, baseline 250 ms: the answer that closed the first window is its
+  // first (a window holds the answers that end in it), then six more 20 ms apart.
+  for (int i = 0; i < 6; ++i) CHECK_FALSE(answer(milliseconds{20}, 8).has_value());
+  SUBCASE("the eighth answer, 140 ms in: a round, and the limit doubles") {
+    const auto c = answer(milliseconds{20}, 8);
+    REQUIRE(c.has_value());
+    CHECK(c->why == "latency_bound");
+    CHECK(l.limit() == 16);
+  }
+  SUBCASE("twin: an eighth answer within min_window of the round's start waits for it") {
+    FakeClock fast;
+    AdaptiveLimit f(ConcurrencyPolicy{.initial = 4});
+    for (int i = 0; i < 4; ++i) {
+      fast.Advance(milliseconds{i == 0 ? 250 : 10});
+      CHECK_FALSE(
+          f.Observe(fast.MonotonicNow(), milliseconds{250}, RequestSignal::kAccepted, 4).has_value());
+    }
+    CHECK(f.limit() == 4);
+  }
+  SUBCASE("twin: after slow start (a fall) a round does not close the window early") {
+    CHECK(l.Observe(clock.MonotonicNow(), milliseconds{0}, RequestSignal::kBackpressure, 8));
+    CHECK(l.limit() == 4);
+    CHECK_FALSE(answer(milliseconds{300}, 4).has_value());  // ends the window of the fall
+    // A round of four answers 160 ms into the next window: past min_window, inside the
+    // 250 ms baseline. Without slow start the window runs its whole length.
+    for (int i = 0; i < 4; ++i) CHECK_FALSE(answer(milliseconds{40}, 4).has_value());
+    CHECK(l.limit() == 4);
+  }
+}
+
+}  // namespace fwdsink
