@@ -76,14 +76,6 @@ std::optional<LimitChange> AdaptiveLimit::Observe(MonotonicTime now, std::chrono
         window_.rtt_sum_us += static_cast<double>(rtt.count());
         window_.samples += 1;
       }
-      // Slow start is clocked by answers, as TCP's by acks: a window that has an answer
-      // for every request the limit allows (and lasted min_window) is a round, and
-      // closes now rather than a whole baseline round trip after it began, which at
-      // 250 ms held the first doubling back by a second round trip. @ref LLP 0018#round
-      if (!change && slow_start_ && window_.samples >= limit_ &&
-          window_.max_in_flight >= limit_ && now - window_.start >= policy_.min_window) {
-        change = CloseWindow(now);
-      }
       break;
     case RequestSignal::kPaced: window_.pushed_back = true; break;
     case RequestSignal::kBackpressure:
