@@ -91,6 +91,7 @@ static const char *const kKeys[][2] = {
     {"retry_status", "408,425,500,502,504"},
     {"min_throughput", "16k"},
     {"response_timeout", "20"},
+    {"keep_alive", "45"},
     {"expect_continue_bytes", "128k"},
     {"pack_below", "0"},
     {"pack_linger", "0"},

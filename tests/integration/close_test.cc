@@ -236,8 +236,8 @@ TEST_CASE("DriverCloseCutsAPacksRetryAfterWaitAndKeepsItsMembers") {
     fwdsink::TickReport report;
     std::thread runner([&] { report = driver->Tick(); });
     // The phase: the pack was refused and its sender is blocked in the wait.
-    const bool waiting = fwdsink::test::WaitFor(
-        [&] { return server.requests().size() == 1 && sleeper.sleeping(); });
+    const bool waiting =
+        fwdsink::test::WaitFor([&] { return server.requests().size() == 1 && sleeper.sleeping(); });
     CHECK(waiting);
     CHECK(server.requests().front().key.rfind("pack:", 0) == 0);
     const auto t0 = std::chrono::steady_clock::now();

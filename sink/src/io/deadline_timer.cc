@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "io/deadline_timer.h"
 
+#include "base/shared_while_held.h"
+
 namespace fwdsink {
 
 DeadlineTimer::~DeadlineTimer() {
@@ -59,16 +61,6 @@ void DeadlineTimer::Loop() {
   }
 }
 
-std::shared_ptr<DeadlineTimer> DeadlineTimer::Shared() {
-  static std::mutex mu;
-  static std::weak_ptr<DeadlineTimer> shared;
-  std::lock_guard lock(mu);
-  std::shared_ptr<DeadlineTimer> timer = shared.lock();
-  if (!timer) {
-    timer = std::make_shared<DeadlineTimer>();
-    shared = timer;
-  }
-  return timer;
-}
+std::shared_ptr<DeadlineTimer> DeadlineTimer::Shared() { return SharedWhileHeld<DeadlineTimer>(); }
 
 }  // namespace fwdsink

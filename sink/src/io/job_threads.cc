@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "base/shared_while_held.h"
 #include "fwdsink/check.h"
 
 namespace fwdsink {
@@ -59,15 +60,7 @@ void JobThreads::Loop() {
 }
 
 std::shared_ptr<JobThreads> JobThreads::ForFiles() {
-  static std::mutex mu;
-  static std::weak_ptr<JobThreads> shared;
-  std::lock_guard lock(mu);
-  std::shared_ptr<JobThreads> threads = shared.lock();
-  if (!threads) {
-    threads = std::make_shared<JobThreads>(kFileThreads);
-    shared = threads;
-  }
-  return threads;
+  return SharedWhileHeld<JobThreads>(kFileThreads);
 }
 
 }  // namespace fwdsink
