@@ -29,6 +29,7 @@ bool DeadlineTimer::Cancel(Id id) {
   if (const auto it = at_.find(id); it != at_.end()) {
     armed_.erase(std::pair{it->second, id});
     at_.erase(it);
+    cv_.notify_all();  // the loop may be waiting for it: it waits for the next instead
     return true;
   }
   cv_.wait(lock, [&] { return firing_ != id; });
@@ -43,8 +44,11 @@ void DeadlineTimer::Loop() {
       continue;
     }
     const auto first = armed_.begin();
-    if (std::chrono::steady_clock::now() < first->first.first) {
-      cv_.wait_until(lock, first->first.first);
+    // A copy: wait_until reads its deadline again after waking, and a Cancel() while
+    // the lock is released may have erased the entry it came from.
+    const Time at = first->first.first;
+    if (std::chrono::steady_clock::now() < at) {
+      cv_.wait_until(lock, at);
       continue;
     }
     const Id id = first->first.second;

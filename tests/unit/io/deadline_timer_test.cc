@@ -7,6 +7,7 @@
 #include <chrono>
 #include <future>
 #include <memory>
+#include <thread>
 
 #include "io/deadline_timer.h"
 #include "support/threads.h"
@@ -68,4 +69,21 @@ TEST_CASE("OneThreadServesEveryDeadline") {
     CHECK(fwdsink::test::ThreadCount() == before + 1);
   }
   CHECK(fwdsink::test::ThreadsSettleAt(before));  // gone with the last holder
+}
+
+// The loop waits for the soonest deadline; cancelling that one while it waits must leave
+// it waiting for the next (under ASan, the CI's --sanitize run, a loop that kept a
+// reference to the erased entry's time is a use after free).
+TEST_CASE("CancellingTheDeadlineTheTimerWaitsForLeavesItServingTheNext") {
+  fwdsink::DeadlineTimer timer;
+  for (int i = 0; i < 100; ++i) {
+    std::atomic<bool> cancelled_ran{false};
+    const auto far = timer.Arm(Clock::now() + std::chrono::hours(1), [&] { cancelled_ran = true; });
+    std::this_thread::yield();  // the loop takes it as the soonest
+    CHECK(timer.Cancel(far));
+    std::promise<void> fired;
+    (void)timer.Arm(Clock::now(), [&] { fired.set_value(); });
+    CHECK(fired.get_future().wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+    CHECK_FALSE(cancelled_ran.load());
+  }
 }
