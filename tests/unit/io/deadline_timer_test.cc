@@ -55,11 +55,11 @@ TEST_CASE("CancelWaitsForAFunctionThatRunsNow") {
 TEST_CASE("OneThreadServesEveryDeadline") {
   const std::size_t before = fwdsink::test::SettledThreadCount();
   {
+    std::atomic<int> fired{0};
+    std::promise<void> all;  // before the timer: it outlives the functions that set it
     auto a = fwdsink::DeadlineTimer::Shared();
     auto b = fwdsink::DeadlineTimer::Shared();
     CHECK(a == b);
-    std::atomic<int> fired{0};
-    std::promise<void> all;
     for (int i = 0; i < 50; ++i) {
       (void)a->Arm(Clock::now(), [&] {
         if (fired.fetch_add(1) == 49) all.set_value();
@@ -82,8 +82,9 @@ TEST_CASE("CancellingTheDeadlineTheTimerWaitsForLeavesItServingTheNext") {
     std::this_thread::yield();  // the loop takes it as the soonest
     CHECK(timer.Cancel(far));
     std::promise<void> fired;
-    (void)timer.Arm(Clock::now(), [&] { fired.set_value(); });
+    const auto now = timer.Arm(Clock::now(), [&] { fired.set_value(); });
     CHECK(fired.get_future().wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+    timer.Cancel(now);  // waits until its function has returned: `fired` may go
     CHECK_FALSE(cancelled_ran.load());
   }
 }

@@ -61,9 +61,9 @@ TEST_CASE("TheDestructorRunsWhatIsQueuedAndJoins") {
   const std::size_t before = fwdsink::test::SettledThreadCount();
   std::atomic<int> ran{0};
   {
-    fwdsink::JobThreads threads(1);
-    std::promise<void> release;
+    std::promise<void> release;  // before the threads: it outlives their jobs
     auto released = release.get_future().share();
+    fwdsink::JobThreads threads(1);
     threads.Submit([&] { released.wait(); });
     for (int i = 0; i < 10; ++i) threads.Submit([&] { ran.fetch_add(1); });
     CHECK(fwdsink::test::ThreadCount() == before + 1);
