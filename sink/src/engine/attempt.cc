@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "engine/attempt.h"
+#include "base/counter_add.h"
 
 #include <algorithm>
 #include <nlohmann/json.hpp>
 #include <utility>
 
+#include "base/counter_add.h"
 #include "fwdsink/check.h"
 #include "saturating.h"
 
@@ -12,10 +14,6 @@ namespace fwdsink {
 namespace {
 
 using std::chrono::milliseconds;
-
-void Add(std::atomic<std::uint64_t>& counter, std::uint64_t n = 1) {
-  counter.fetch_add(n, std::memory_order_relaxed);
-}
 
 // What a verdict retried in place says about the endpoint: transport errors and 5xx
 // are failures (a 503 too, unless it asks for a wait); the rest is backpressure, a

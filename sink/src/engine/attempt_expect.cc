@@ -5,16 +5,13 @@
 #include <chrono>
 #include <string>
 
+#include "base/counter_add.h"
 #include "engine/attempt.h"
 
 namespace fwdsink {
 namespace {
 
 using std::chrono::milliseconds;
-
-void Add(std::atomic<std::uint64_t>& counter, std::uint64_t n = 1) {
-  counter.fetch_add(n, std::memory_order_relaxed);
-}
 
 }  // namespace
 

@@ -3,6 +3,7 @@
 // the cursor route, a split, a poison, a respool. @ref LLP 0014#conclusion
 #include <utility>
 
+#include "base/counter_add.h"
 #include "engine/call.h"
 #include "fwdsink/check.h"
 #include "fwdsink/endpoints.h"
@@ -11,10 +12,6 @@ namespace fwdsink {
 namespace {
 
 using std::chrono::milliseconds;
-
-void Add(std::atomic<std::uint64_t>& counter, std::uint64_t n = 1) {
-  counter.fetch_add(n, std::memory_order_relaxed);
-}
 
 }  // namespace
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "base/counter_add.h"
 #include "engine/call.h"
 #include "fwdsink/check.h"
 #include "fwdsink/endpoints.h"
@@ -14,10 +15,6 @@
 
 namespace fwdsink {
 namespace {
-
-void Add(std::atomic<std::uint64_t>& counter, std::uint64_t n = 1) {
-  counter.fetch_add(n, std::memory_order_relaxed);
-}
 
 // Appends the whole of `m` to `body` if it is still the file its manifest names; returns
 // why not otherwise ("gone", "grew", "changed", "torn").
