@@ -386,6 +386,8 @@ class JsonObject {
   COUNTER(config_errors, "Refusals that name our configuration (unknown table, encoding).")    \
   COUNTER(pacer_waits, "Requests the endpoint pacer delayed.")                                 \
   COUNTER(pacer_wait_ms, "Milliseconds of pacer waits taken (sum).")                           \
+  COUNTER(spaced_starts, "Requests whose start waited to spread a window over a round trip.")  \
+  COUNTER(spaced_wait_ms, "Milliseconds those starts waited (sum).")                           \
   GAUGE(pacing_bytes_per_s, "Pacing rate in wire bytes/s now (0: no byte limit).")             \
   GAUGE(pacing_requests_per_s, "Pacing rate in requests/s now, rounded up (0: no limit).")     \
   GAUGE(pacing_source, "Where the pacing rate comes from: 0 none, 1 learned, 2 advertised.")   \

@@ -6,10 +6,12 @@
 #include "engine/call.h"
 
 #include <algorithm>
+#include <chrono>
 #include <mutex>
 #include <stop_token>
 #include <utility>
 
+#include "base/counter_add.h"
 #include "engine/attempt.h"
 #include "engine/auth.h"
 #include "engine/call.h"
@@ -38,6 +40,7 @@ ForwardSink::Call::Call(Impl& sink, std::string_view partition, const AckCallbac
       on_ack_(on_ack),
       on_poison_(on_poison),
       stop_(sink.stop.get_token()),
+      spacing_(sink.options.window),
       core_{.options = sink.options,
             .endpoints = *sink.deps.endpoints,
             .credentials = sink.credentials,
@@ -251,6 +254,7 @@ ForwardSink::Call::Flight& ForwardSink::Call::Open(std::uint64_t bytes) {
 // rechecked first: an answer that freed the connection may have held the endpoint or moved
 // the pacer's schedule since it reserved its slot. @ref LLP 0016#recheck
 void ForwardSink::Call::Dispatch() {
+  spaced_until_.reset();
   for (auto it = flights_.begin(); it != flights_.end();) {
     Flight& f = *it;
     if (f.step.kind != Attempt::Step::Kind::kPost || f.conn >= 0) {
@@ -258,6 +262,7 @@ void ForwardSink::Call::Dispatch() {
       continue;
     }
     if (posting_ >= 1 + extras_ && !TakeSlot()) return;  // a slot comes free with an answer
+    if (!Spaced(f)) return;
     const int conn = sink_.connections.Take();
     if (conn < 0) return;  // one comes free with the next answer
     f.step = f.attempt->Recheck();
@@ -272,7 +277,26 @@ void ForwardSink::Call::Dispatch() {
   }
 }
 
+// Whether the flight's start may go now: the starts of a window are spread over a round
+// trip. Otherwise it waits for `spaced_until_` (WaitForEvent). @ref LLP 0014#stagger
+bool ForwardSink::Call::Spaced(Flight& f) {
+  const MonotonicTime now = sink_.deps.time->MonotonicNow();
+  const std::chrono::microseconds wait = spacing_.Wait(now);
+  if (wait == std::chrono::microseconds::zero()) return true;
+  if (!f.held_since) f.held_since = now;
+  spaced_until_ = now + wait;
+  return false;
+}
+
 void ForwardSink::Call::Send(Flight& f, int conn) {
+  const MonotonicTime now = sink_.deps.time->MonotonicNow();
+  spacing_.Started(now);
+  if (f.held_since) {
+    Add(counters_.spaced_starts);
+    Add(counters_.spaced_wait_ms,
+        std::chrono::duration_cast<milliseconds>(now - *f.held_since).count());
+    f.held_since.reset();
+  }
   f.conn = conn;
   ++posting_;
   Flight* flight = &f;
@@ -298,6 +322,9 @@ bool ForwardSink::Call::TakeAnswers() {
     f.conn = -1;
     --posting_;
     if (sink_.deps.latency) sink_.deps.latency->Observe(a.done.took);
+    if (a.done.result.error == TransportError::kNone && a.done.result.response.status / 100 == 2) {
+      spacing_.OnAccepted(a.done.took);
+    }
     f.step = f.attempt->Answered(std::move(a.done.result), a.done.took);
     Handle(Find(&f));
   }
@@ -358,6 +385,11 @@ void ForwardSink::Call::WaitForEvent() {
   for (const Flight& f : flights_) {
     if (f.step.kind != Attempt::Step::Kind::kWait) continue;
     if (!soonest || f.step.wake_at < soonest->step.wake_at) soonest = &f;
+  }
+  if (spaced_until_ && (!soonest || *spaced_until_ < soonest->step.wake_at)) {
+    // A start waits for its spacing: an answer may come first. @ref LLP 0014#stagger
+    if (SleepUntilAnswer(*spaced_until_)) WakeDue(/*stopped=*/true);
+    return;
   }
   if (!soonest) {
     std::unique_lock lock(answers_mu_);

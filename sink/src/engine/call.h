@@ -29,6 +29,7 @@
 #include "engine/pacing_report.h"
 #include "engine/request.h"
 #include "engine/sink_impl.h"
+#include "engine/start_spacing.h"
 #include "fwdsink/forward_pack.h"
 
 namespace fwdsink {
@@ -58,6 +59,7 @@ class ForwardSink::Call {
     Attempt::Step step{};
     int conn = -1;            // the connection its post runs on; -1 when not posting
     std::uint64_t bytes = 0;  // taken from the in-flight budget
+    std::optional<MonotonicTime> held_since;  // its start waits for the spacing since then
   };
   using FlightIt = std::list<Flight>::iterator;
   struct Answered {
@@ -78,6 +80,7 @@ class ForwardSink::Call {
   void Launch(Flight& f);
   [[nodiscard]] bool Journal();
   void Dispatch();
+  [[nodiscard]] bool Spaced(Flight& f);
   void Send(Flight& f, int conn);
   [[nodiscard]] bool TakeAnswers();
   void WaitForEvent();
@@ -129,18 +132,20 @@ class ForwardSink::Call {
   std::uint64_t file_size_ = 0;    // of the partition, when opened
   CursorWindow window_;            // the ranges in flight and the cursor route's view of them
   ChunkSource* source_ = nullptr;  // during Forward()
-  std::optional<SourceStatus> source_end_;  // the source said kEnd or failed
-  Pack* pack_ = nullptr;                    // during ForwardPack()
-  CursorLog* cursor_log_ = nullptr;         // Not owned: ForwardStart's; null: none
-  JournalCallback on_journal_;              // empty: no journal callback
-  std::size_t peak_ = 0;                    // the most flights at once in this call
-  bool first_refill_ = true;                // the journal on disk covers the first refill
-  bool stopping_ = false;                   // a chunk's ending stopped the partition
-  std::list<Flight> flights_;               // by opening order; stable addresses
-  std::vector<PreparedChunk> spare_;        // buffers of ended flights, reused
-  std::size_t posting_ = 0;                 // flights whose post runs now
-  std::size_t extras_ = 0;                  // request slots held beyond the first
-  std::uint64_t bytes_held_ = 0;            // taken from the in-flight budget
+  std::optional<SourceStatus> source_end_;     // the source said kEnd or failed
+  Pack* pack_ = nullptr;                       // during ForwardPack()
+  CursorLog* cursor_log_ = nullptr;            // Not owned: ForwardStart's; null: none
+  JournalCallback on_journal_;                 // empty: no journal callback
+  std::size_t peak_ = 0;                       // the most flights at once in this call
+  bool first_refill_ = true;                   // the journal on disk covers the first refill
+  bool stopping_ = false;                      // a chunk's ending stopped the partition
+  std::list<Flight> flights_;                  // by opening order; stable addresses
+  std::vector<PreparedChunk> spare_;           // buffers of ended flights, reused
+  std::size_t posting_ = 0;                    // flights whose post runs now
+  std::size_t extras_ = 0;                     // request slots held beyond the first
+  std::uint64_t bytes_held_ = 0;               // taken from the in-flight budget
+  StartSpacing spacing_;                       // @ref LLP 0014#stagger
+  std::optional<MonotonicTime> spaced_until_;  // a start waits for the spacing until then
   // Answers from the connections' threads; `wake_` cuts a sleep short when one arrives.
   std::mutex answers_mu_;
   std::condition_variable answers_cv_;
