@@ -7,12 +7,15 @@
 #include <malloc.h>
 #include <pthread.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -117,13 +120,27 @@ std::unique_ptr<httplib::Server> MakeServer(const central::Options& options) {
   return server;
 }
 
-// Binds --listen; returns the bound port, or -1 (and a message said).
+// Binds --listen; returns the bound port, or -1 (and a message said). cpp-httplib
+// listens with a backlog of 5, compiled into Debian's shared library: a window's connects
+// at once overflowed it and lost their SYNs for a second. listen() again on the bound
+// socket raises it to nginx's default. @ref LLP 0011#backlog
 int Bind(httplib::Server& server, const central::Options& options) {
+  constexpr int kListenBacklog = 511;
+  int listening = -1;
+  server.set_socket_options([&listening](int sock) {
+    httplib::default_socket_options(sock);
+    listening = sock;
+  });
   int port = options.port;
   if (port == 0) {
     port = server.bind_to_any_port(options.host);
   } else if (!server.bind_to_port(options.host, port)) {
     port = -1;
+  }
+  server.set_socket_options(httplib::default_socket_options);
+  if (port > 0 && ::listen(listening, kListenBacklog) != 0) {
+    std::cerr << "fwdsink-central: --listen: listen(): " << std::strerror(errno) << "\n";
+    return -1;
   }
   if (port <= 0) {
     std::cerr << "fwdsink-central: --listen: cannot bind " << options.host << ":" << options.port

@@ -2,8 +2,15 @@
 // Integration tests of the reference receiver (fwdsink-central) itself, driven with plain
 // httplib::Client requests over 127.0.0.1. The sink's own integration tests build on it,
 // so its contract (statuses, reasons, Retry-After, storage) is pinned down here.
+#include <arpa/inet.h>
 #include <doctest/doctest.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <zstd.h>
+
+#include <csignal>
 
 #include <chrono>
 #include <cstdint>
@@ -432,4 +439,42 @@ TEST_CASE("central refuses bad command lines with exit 64 naming the option") {
   // The twin: a good flag set starts.
   CentralProcess central(CentralProcess::ScratchDir("central_good_flag"));
   CHECK(central.Start({"--rate", "10"}));
+}
+
+// Connections that come at once while the receiver is busy wait in its listen backlog.
+// cpp-httplib's default backlog is 5: the rest of a window's connects lost their SYN and
+// came a second later (RTO), which a benchmark sees as a second of idle link.
+// Stopped, the receiver accepts nothing, so exactly the backlog's connections complete.
+// @ref LLP 0011#backlog
+TEST_CASE("central's listen backlog holds a burst of 64 connects") {
+  CentralProcess central(CentralProcess::ScratchDir("it_central_backlog"));
+  REQUIRE(central.Start());
+  REQUIRE(::kill(central.pid(), SIGSTOP) == 0);
+  constexpr int kConnects = 64;
+  std::vector<int> fds;
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<std::uint16_t>(central.port()));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  for (int i = 0; i < kConnects; ++i) {
+    const int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    REQUIRE(fd >= 0);
+    fds.push_back(fd);
+    (void)::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr);
+  }
+  // A handshake on 127.0.0.1 takes microseconds; a dropped SYN is re-sent after 1 s.
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  int connected = 0;
+  for (const int fd : fds) {
+    pollfd p{.fd = fd, .events = POLLOUT, .revents = 0};
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (::poll(&p, 1, 0) == 1 && ::getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 &&
+        err == 0) {
+      ++connected;
+    }
+  }
+  REQUIRE(::kill(central.pid(), SIGCONT) == 0);
+  for (const int fd : fds) ::close(fd);
+  CHECK(connected == kConnects);
 }
