@@ -59,20 +59,32 @@ std::optional<LimitChange> AdaptiveLimit::Observe(MonotonicTime now, std::chrono
                                                   RequestSignal signal, std::size_t in_flight) {
   if (!policy_.adaptive) return std::nullopt;
   std::lock_guard lock(mu_);
-  // A window that saw nothing (idle between passes) starts afresh at the next sample.
-  if (!window_.started ||
-      (window_.samples == 0 && !window_.pushed_back && now - window_.start > WindowLength())) {
-    window_ = Window{.start = now, .started = true};
+  // A window that saw nothing (idle between passes) starts afresh with the next answer,
+  // at that request's start: it and the requests beside it were in flight since then.
+  // When that request took longer than a window, the window is the round trip of the
+  // requests in flight with it, and is judged when they are all in (slow start grows on
+  // the first round trip's answers, as TCP's grows on its first ACKs, not on the
+  // second's). @ref LLP 0018#first-window
+  const bool sample = rtt.count() > 0 && rtt < std::chrono::hours{1};
+  const bool fresh = !window_.started || (window_.samples == 0 && !window_.pushed_back &&
+                                          now - window_.start >= WindowLength());
+  if (fresh) {
+    window_ = Window{.start = sample ? now - rtt : now,
+                     .started = true,
+                     .first_round = sample && rtt >= WindowLength(),
+                     .round_trip = rtt};
   }
-  // The window closes before this request is counted: a window holds the requests that
-  // ended within it.
+  // Otherwise the window closes before this request is counted: a window holds the
+  // requests that ended within it. A first round trip whose answers do not all come (a
+  // refused request waits to be sent again) closes after two of its round trips.
   std::optional<LimitChange> change;
-  if (now - window_.start >= WindowLength()) change = CloseWindow(now);
+  const auto length = window_.first_round ? 2 * window_.round_trip : WindowLength();
+  if (!fresh && now - window_.start >= length) change = CloseWindow(now);
   window_.max_in_flight = std::max(window_.max_in_flight, in_flight);
   switch (signal) {
     case RequestSignal::kAccepted:
       // Non-positive or absurd samples (a clock oddity) are not latency. @ref LLP 0023
-      if (rtt.count() > 0 && rtt < std::chrono::hours{1}) {
+      if (sample) {
         window_.rtt_sum_us += static_cast<double>(rtt.count());
         window_.samples += 1;
       }
@@ -90,6 +102,10 @@ std::optional<LimitChange> AdaptiveLimit::Observe(MonotonicTime now, std::chrono
         }
       }
       break;
+  }
+  window_.answers += 1;
+  if (window_.first_round && window_.answers >= window_.max_in_flight) {
+    if (auto closed = CloseWindow(now)) change = closed;
   }
   return change;
 }

@@ -109,6 +109,11 @@ class AdaptiveLimit {
     std::size_t max_in_flight = 0;
     bool pushed_back = false;  // a refusal, an error or a pacer hold: no increase
     bool decreased = false;    // the limit fell in this window already
+    // Opened by an answer slower than a window: it closes when as many answers as were
+    // in flight are in (the first round trip), not after its length. @ref LLP 0018#first-window
+    bool first_round = false;
+    std::chrono::microseconds round_trip{0};  // of the request that opened it
+    std::size_t answers = 0;                  // of any signal
   };
   // Scales the limit by `factor` in (0, 1), never below one.
   std::optional<LimitChange> Decrease(std::string_view why, double factor);

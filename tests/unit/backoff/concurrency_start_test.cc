@@ -55,8 +55,7 @@ TEST_CASE("AdaptiveLimit starts at the initial window, within the ceiling") {
 TEST_CASE("A limit that held a full, clean window is stable; the next one starts there") {
   FakeClock clock;
   AdaptiveLimit first(ConcurrencyPolicy{});
-  (void)Round(first, clock);  // opens the first window
-  (void)Round(first, clock);  // judges it: 4 held, 8 next
+  (void)Round(first, clock);  // its first answer closes the first window: 4 held, 8 next
   CHECK(first.stable() == std::optional<std::size_t>(4));
   CHECK(first.limit() == 8);
   (void)Round(first, clock);  // 8 held, 16 next (not yet proven)
@@ -68,7 +67,6 @@ TEST_CASE("A limit that held a full, clean window is stable; the next one starts
   CHECK(second.limit() == 8);
   SUBCASE("at the ceiling a clean window is stable too") {
     AdaptiveLimit capped(ConcurrencyPolicy{.max = 4});
-    (void)Round(capped, clock);
     (void)Round(capped, clock);
     CHECK(capped.limit() == 4);
     CHECK(capped.stable() == std::optional<std::size_t>(4));
@@ -98,7 +96,6 @@ TEST_CASE("A refusal still halves: from the stable limit and from the initial wi
   }
   SUBCASE("a fall lowers the stable limit: a later limit never starts above a refusal") {
     AdaptiveLimit l(ConcurrencyPolicy{});
-    (void)Round(l, clock);
     (void)Round(l, clock);
     (void)Round(l, clock);
     REQUIRE(l.stable() == std::optional<std::size_t>(8));

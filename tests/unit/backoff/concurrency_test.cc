@@ -48,8 +48,8 @@ TEST_CASE("AdaptiveLimit rises by one per latency-bound window, up to the ceilin
   FakeClock clock;
   AdaptiveLimit l(ConcurrencyPolicy{.max = kCeiling, .initial = 1, .slow_start = false});
   CHECK(l.limit() == 1);
-  CHECK_FALSE(Round(l, clock, kRtt).has_value());  // opens the first window
-  // Steady 100 ms round trips, every slot busy: 1, 2, 3, ... 8.
+  // Steady 100 ms round trips, every slot busy: 1, 2, 3, ... 8. The first answer closes
+  // the first window, open since its request went (LLP 0018#first-window).
   for (std::size_t want = 2; want <= kCeiling; ++want) {
     const auto c = Round(l, clock, kRtt);
     REQUIRE(c.has_value());
@@ -66,7 +66,6 @@ TEST_CASE("AdaptiveLimit rises by one per latency-bound window, up to the ceilin
 TEST_CASE("AdaptiveLimit doubles until the first fall, then adds one") {
   FakeClock clock;
   AdaptiveLimit l(ConcurrencyPolicy{.max = kCeiling, .initial = 1});
-  (void)Round(l, clock, kRtt);              // opens the first window
   const std::size_t want[] = {2, 4, 8, 8};  // no increase past the ceiling
   for (const std::size_t w : want) {
     (void)Round(l, clock, kRtt);
@@ -83,10 +82,62 @@ TEST_CASE("AdaptiveLimit doubles until the first fall, then adds one") {
   }
 }
 
+TEST_CASE("A first round trip slower than a window is a window of its own") {
+  // 250 ms round trips, four requests in flight: the window their first answer opens runs
+  // from their start and closes with the fourth answer; slow start doubles on it, as TCP
+  // grows on its first ACKs, not a round trip later. @ref LLP 0018#first-window
+  FakeClock clock;
+  auto first_round = [&clock](AdaptiveLimit& l, RequestSignal fourth) {
+    clock.Advance(milliseconds{250});
+    std::optional<LimitChange> change;
+    for (int i = 0; i < 4; ++i) {
+      const RequestSignal signal = i == 3 ? fourth : RequestSignal::kAccepted;
+      if (auto c = l.Observe(clock.MonotonicNow(), milliseconds{250}, signal, 4)) change = c;
+      if (i < 2) CHECK_FALSE(change.has_value());  // the round trip is not in yet
+    }
+    return change;
+  };
+  AdaptiveLimit l(ConcurrencyPolicy{});
+  REQUIRE(l.limit() == 4);
+  const auto c = first_round(l, RequestSignal::kAccepted);
+  REQUIRE(c.has_value());
+  CHECK(c->why == "latency_bound");
+  CHECK(l.limit() == 8);
+  CHECK(l.baseline() == microseconds{250'000});
+  SUBCASE("twin: a refusal among the first round trip's answers halves, and nothing grows") {
+    AdaptiveLimit refused(ConcurrencyPolicy{});
+    const auto r = first_round(refused, RequestSignal::kBackpressure);
+    REQUIRE(r.has_value());
+    CHECK(r->why == "backpressure");
+    CHECK(refused.limit() == 2);
+  }
+  SUBCASE("twin: a first request faster than a window waits for the window's end") {
+    // 5 ms on a LAN: the window runs its 100 ms from that request's start.
+    AdaptiveLimit lan(ConcurrencyPolicy{});
+    for (int i = 0; i < 4; ++i) {
+      CHECK_FALSE(lan.Observe(clock.MonotonicNow(), milliseconds{5}, RequestSignal::kAccepted, 4));
+    }
+    clock.Advance(milliseconds{90});
+    CHECK_FALSE(lan.Observe(clock.MonotonicNow(), milliseconds{5}, RequestSignal::kAccepted, 4));
+    clock.Advance(milliseconds{5});  // 100 ms since the first request went
+    CHECK(lan.Observe(clock.MonotonicNow(), milliseconds{5}, RequestSignal::kAccepted, 4));
+    CHECK(lan.limit() == 8);
+  }
+  SUBCASE("twin: a first window with slots left over does not grow") {
+    AdaptiveLimit idle(ConcurrencyPolicy{});
+    clock.Advance(milliseconds{250});
+    for (int i = 0; i < 4; ++i) {
+      CHECK_FALSE(
+          idle.Observe(clock.MonotonicNow(), milliseconds{250}, RequestSignal::kAccepted, 2));
+    }
+    CHECK(idle.limit() == 4);
+  }
+}
+
 TEST_CASE("AdaptiveLimit does not rise when the slots are not all used") {
   FakeClock clock;
   AdaptiveLimit l(ConcurrencyPolicy{.max = kCeiling, .initial = 1, .slow_start = false});
-  for (int i = 0; i < 5; ++i) (void)Round(l, clock, kRtt);
+  for (int i = 0; i < 4; ++i) (void)Round(l, clock, kRtt);
   REQUIRE(l.limit() == 5);
   // Only two partitions left: two in flight. The first of them ends the last full
   // window (6); then the limit stays where it is.
@@ -151,7 +202,7 @@ TEST_CASE("AdaptiveLimit stays at 1 under sustained backpressure") {
 TEST_CASE("AdaptiveLimit falls when the round trip rises, and not on a steady one") {
   FakeClock clock;
   AdaptiveLimit l(ConcurrencyPolicy{.max = kCeiling, .initial = 1, .slow_start = false});
-  for (int i = 0; i < 6; ++i) (void)Round(l, clock, kRtt);
+  for (int i = 0; i < 5; ++i) (void)Round(l, clock, kRtt);
   REQUIRE(l.limit() == 6);
   SUBCASE("the round trip doubles: queueing, fall to the knee") {
     (void)Round(l, clock, 2 * kRtt);  // judges the last steady window: 7
@@ -187,10 +238,11 @@ TEST_CASE("AdaptiveLimit falls when the round trip rises, and not on a steady on
 TEST_CASE("AdaptiveLimit does not grow while the pacer holds requests") {
   FakeClock clock;
   AdaptiveLimit l(ConcurrencyPolicy{.max = kCeiling, .initial = 1, .slow_start = false});
-  // Each window: round trips that did not wait, and one the pacer held.
+  // Each window: a round trip that did not wait, and one the pacer held.
   for (int i = 0; i < 10; ++i) {
-    (void)Round(l, clock, kRtt);
-    (void)l.Observe(clock.MonotonicNow(), 3 * kRtt, RequestSignal::kPaced, 1);
+    clock.Advance(kRtt);
+    (void)l.Observe(clock.MonotonicNow(), kRtt, RequestSignal::kAccepted, 2);
+    (void)l.Observe(clock.MonotonicNow(), 3 * kRtt, RequestSignal::kPaced, 2);
   }
   CHECK(l.limit() == 1);
   SUBCASE("twin: without the pacer's holds it grows") {
