@@ -68,10 +68,13 @@ std::optional<LimitChange> AdaptiveLimit::Observe(MonotonicTime now, std::chrono
   const bool sample = rtt.count() > 0 && rtt < std::chrono::hours{1};
   const bool fresh = !window_.started || (window_.samples == 0 && !window_.pushed_back &&
                                           now - window_.start >= WindowLength());
+  // Only a latency sample says when its request started: a refusal's or a held
+  // request's time includes waits, and such a window starts at its answer, as before.
+  const bool timed = sample && signal == RequestSignal::kAccepted;
   if (fresh) {
-    window_ = Window{.start = sample ? now - rtt : now,
+    window_ = Window{.start = timed ? now - rtt : now,
                      .started = true,
-                     .first_round = sample && rtt >= WindowLength(),
+                     .first_round = timed && rtt >= WindowLength(),
                      .round_trip = rtt};
   }
   // Otherwise the window closes before this request is counted: a window holds the

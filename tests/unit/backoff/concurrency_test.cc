@@ -123,6 +123,21 @@ TEST_CASE("A first round trip slower than a window is a window of its own") {
     CHECK(lan.Observe(clock.MonotonicNow(), milliseconds{5}, RequestSignal::kAccepted, 4));
     CHECK(lan.limit() == 8);
   }
+  SUBCASE("twin: a window a held request opens starts at its answer, as before") {
+    // The pacer held it 300 ms: its time is no round trip. The window runs 100 ms from
+    // its answer, and the answers in it grow the limit only when it closes.
+    AdaptiveLimit held(ConcurrencyPolicy{});
+    clock.Advance(milliseconds{300});
+    CHECK_FALSE(held.Observe(clock.MonotonicNow(), milliseconds{300}, RequestSignal::kPaced, 4));
+    for (int i = 0; i < 4; ++i) {
+      CHECK_FALSE(
+          held.Observe(clock.MonotonicNow(), milliseconds{250}, RequestSignal::kAccepted, 4));
+    }
+    // The window that closes a round trip later held the pacer's hold: no growth.
+    clock.Advance(milliseconds{250});
+    (void)held.Observe(clock.MonotonicNow(), milliseconds{250}, RequestSignal::kAccepted, 4);
+    CHECK(held.limit() == 4);
+  }
   SUBCASE("twin: a first window with slots left over does not grow") {
     AdaptiveLimit idle(ConcurrencyPolicy{});
     clock.Advance(milliseconds{250});
