@@ -7,7 +7,10 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <chrono>
+#include <future>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/central_process.h"
@@ -78,4 +81,33 @@ TEST_CASE("ALocalRoundTripSpacesNothing") {
   CHECK_MESSAGE(run.result.outcome == fwdsink::Outcome::kDelivered, run.result.message);
   CHECK(run.log.size() >= 24);
   CHECK(run.counters.spaced_starts == 0);
+}
+
+TEST_CASE("CloseDuringASpacingHoldReturnsAtOnce") {
+  // Answers after 1 s, a window of two: the third chunk goes as the first answers come,
+  // the fourth waits for the spacing (500 ms). Close() meanwhile ends the call at once,
+  // not when the spacing has passed (DESIGN: close() within ~100 ms).
+  CentralProcess central(CentralProcess::ScratchDir("it_spacing_close") / "c");
+  const auto path = CentralProcess::ScratchDir("it_spacing_close_p") / "p.ndjson";
+  fwdsink::test::WriteRows(path, 9600, 50);
+  REQUIRE(central.Start({"--header-delay-ms", "1000"}));
+  fwdsink::ForwardOptions o;
+  o.url = "http://127.0.0.1:" + std::to_string(central.port()) + "/ingest";
+  o.compression = fwdsink::Compression::kIdentity;
+  o.chunker.chunk_bytes = kChunk;
+  o.window = 2;
+  fwdsink::test::SinkRun sink(o);
+  auto forwarded = std::async(std::launch::async, [&] { return sink.Forward("p", path); });
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (central.request_log().size() < 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  REQUIRE(central.request_log().size() >= 2);
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));  // the fourth is held now
+  const auto t0 = std::chrono::steady_clock::now();
+  sink.sink().Close();
+  REQUIRE(forwarded.wait_for(std::chrono::seconds(5)) == std::future_status::ready);
+  CHECK(std::chrono::steady_clock::now() - t0 < std::chrono::milliseconds(100));
+  const fwdsink::ForwardResult result = forwarded.get();
+  CHECK(result.outcome == fwdsink::Outcome::kAborted);
 }

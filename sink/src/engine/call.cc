@@ -280,6 +280,7 @@ void ForwardSink::Call::Dispatch() {
 // Whether the flight's start may go now: the starts of a window are spread over a round
 // trip. Otherwise it waits for `spaced_until_` (WaitForEvent). @ref LLP 0014#stagger
 bool ForwardSink::Call::Spaced(Flight& f) {
+  if (stop_.stop_requested()) return true;  // Close(): the post fails at once, no wait
   const MonotonicTime now = sink_.deps.time->MonotonicNow();
   const std::chrono::microseconds wait = spacing_.Wait(now);
   if (wait == std::chrono::microseconds::zero()) return true;
