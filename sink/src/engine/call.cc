@@ -323,13 +323,19 @@ bool ForwardSink::Call::TakeAnswers() {
     f.conn = -1;
     --posting_;
     if (sink_.deps.latency) sink_.deps.latency->Observe(a.done.took);
-    if (a.done.result.error == TransportError::kNone && a.done.result.response.status / 100 == 2) {
-      spacing_.OnAccepted(a.done.took);
-    }
     f.step = f.attempt->Answered(std::move(a.done.result), a.done.took);
+    if (Acknowledged(f)) spacing_.OnAccepted(a.done.took);  // @ref LLP 0014#stagger
     Handle(Find(&f));
   }
   return !answers.empty();
+}
+
+// Whether the flight's attempt ended in an acknowledgement (its verdict, not only a 2xx:
+// the response rules may read a 2xx as an error).
+bool ForwardSink::Call::Acknowledged(const Flight& f) {
+  if (f.step.kind != Attempt::Step::Kind::kDone) return false;
+  const Attempt::End& end = f.attempt->end();
+  return end.kind == Attempt::End::Kind::kVerdict && end.verdict.action == Action::kAcknowledge;
 }
 
 ForwardSink::Call::FlightIt ForwardSink::Call::Find(const Flight* f) {
@@ -345,9 +351,7 @@ ForwardSink::Call::FlightIt ForwardSink::Call::Find(const Flight* f) {
 void ForwardSink::Call::Handle(FlightIt it) {
   Flight& f = *it;
   if (f.step.kind == Attempt::Step::Kind::kDone) {
-    const Attempt::End& end = f.attempt->end();
-    const bool acked =
-        end.kind == Attempt::End::Kind::kVerdict && end.verdict.action == Action::kAcknowledge;
+    const bool acked = Acknowledged(f);
     // Once the partition stops, only acknowledgements still count. @ref LLP 0014#window-refusal
     if ((!stopping_ || acked) && Finished(f) == ChunkEnd::kStop && !stopping_) {
       stopping_ = true;

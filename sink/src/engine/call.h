@@ -83,6 +83,7 @@ class ForwardSink::Call {
   [[nodiscard]] bool Spaced(Flight& f);
   void Send(Flight& f, int conn);
   [[nodiscard]] bool TakeAnswers();
+  [[nodiscard]] static bool Acknowledged(const Flight& f);
   void WaitForEvent();
   void WakeDue(bool stopped);
   void Handle(FlightIt it);
